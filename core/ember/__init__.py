@@ -1,0 +1,24 @@
+"""ember: a just-in-time compiler for unmodified PyTorch programs.
+
+    import ember
+    fast = ember.compile(model)                  # backend="inductor" by default
+    fast = ember.compile(fn, backend="eager")    # any registered backend, or a callable
+    ember.list_backends()
+
+Importing ember is cheap: plugins are discovered on first use.
+"""
+from __future__ import annotations
+
+from .backends import list_backends, register_backend
+from .errors import BackendCompilerFailed, BackendUnavailable, EmberError, Unsupported
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendCompilerFailed",
+    "BackendUnavailable",
+    "EmberError",
+    "Unsupported",
+    "list_backends",
+    "register_backend",
+]

@@ -1,0 +1,98 @@
+"""The public plugin API: what a backend plugin (first- or third-party) imports from ember.
+
+A plugin is a module registered under the entry-point group ``ember.plugins``. It implements the
+``ember_backends`` hook and returns :class:`BackendSpec` descriptions. The compiler itself is named
+by a ``"module:attribute"`` string so that listing backends never imports heavy dependencies.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+from typing import Any, Callable, Sequence
+
+import pluggy
+
+PROJECT = "ember"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+#: A backend: ``(gm, example_inputs) -> callable`` taking the graph's inputs, returning its outputs.
+CompilerFn = Callable[..., Callable[..., Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendSpec:
+    """Description of one backend a plugin contributes.
+
+    name:        the name users pass as ``backend=``.
+    compiler:    the compiler callable, or ``"package.module:attr"`` to import it on first use.
+    tags:        e.g. ``("debug",)``, ``("training", "inference")``, ``("experimental",)``.
+    requires:    top-level modules that must be importable for the backend to work.
+    install:     what to ``pip install`` when a required module is missing.
+    description: one line for ``python -m ember backends``.
+    accepts_options: the compiler takes keyword arguments ``mode=`` and ``options=``.
+    check:       optional ``"module:attr"`` (or callable) returning "" when the backend can run
+                 on this machine, else the reason it cannot (e.g. "needs a CUDA device").
+    """
+
+    name: str
+    compiler: str | CompilerFn
+    tags: Sequence[str] = ()
+    requires: Sequence[str] = ()
+    install: str = ""
+    description: str = ""
+    accepts_options: bool = False
+    check: str | Callable[[], str] | None = None
+
+    def missing_modules(self) -> list[str]:
+        """Required modules that cannot be found (checked without importing them)."""
+        missing = []
+        for module in self.requires:
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                missing.append(module)
+        return missing
+
+    def unavailable_reason(self) -> str:
+        """"" when the backend can run here, else why not (missing modules first)."""
+        missing = self.missing_modules()
+        if missing:
+            hint = self.install or " ".join(missing)
+            return f"missing module(s) {', '.join(missing)}; install with: pip install {hint}"
+        if self.check is None:
+            return ""
+        try:
+            return _resolve(self.check)()
+        except Exception as exc:  # a failing check means "cannot run", never a crash
+            return f"availability check failed: {type(exc).__name__}: {exc}"
+
+    def load(self) -> CompilerFn:
+        """Import (if named by a string) and return the compiler callable."""
+        return _resolve(self.compiler)
+
+
+def _resolve(target: Any) -> Any:
+    """Return ``target`` itself if callable, else import ``"module:attr.path"``."""
+    if callable(target):
+        return target
+    module_name, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+class EmberHookSpecs:
+    """Hook specifications that plugins implement."""
+
+    @hookspec
+    def ember_backends(self) -> Sequence[BackendSpec]:
+        """Return the backends this plugin provides."""
+        raise NotImplementedError
+
+
+__all__ = ["BackendSpec", "CompilerFn", "EmberHookSpecs", "hookimpl", "hookspec", "PROJECT"]

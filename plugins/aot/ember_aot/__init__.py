@@ -1,0 +1,1 @@
+"""ember_aot plugin (work in progress)."""

@@ -1,0 +1,1 @@
+"""ember_cudagraphs plugin (work in progress)."""

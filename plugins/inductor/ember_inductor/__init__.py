@@ -1,0 +1,1 @@
+"""ember_inductor plugin (work in progress)."""

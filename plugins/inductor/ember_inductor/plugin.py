@@ -1,0 +1,19 @@
+"""Entry point of the ember_inductor plugin: declares backend "inductor"."""
+from __future__ import annotations
+
+from ember.plugin import BackendSpec, hookimpl
+
+
+@hookimpl
+def ember_backends() -> list[BackendSpec]:
+    return [
+        BackendSpec(
+            name="inductor",
+            compiler="ember_inductor.backend:inductor",
+            tags=("training", "inference"),
+            requires=(),
+            install="",
+            description="fusion IR with C++/OpenMP (CPU) and Triton (GPU) code generation",
+            accepts_options=True,
+        )
+    ]

@@ -1,0 +1,1 @@
+"""ember_onnxrt plugin (work in progress)."""

@@ -1,0 +1,1 @@
+"""ember_tvm plugin (work in progress)."""
