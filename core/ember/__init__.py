@@ -9,16 +9,25 @@ Importing ember is cheap: plugins are discovered on first use.
 """
 from __future__ import annotations
 
+from . import config, logs
+from .api import OptimizedModule, compile, optimize, reset
 from .backends import list_backends, register_backend
 from .errors import BackendCompilerFailed, BackendUnavailable, EmberError, Unsupported
 
 __version__ = "0.1.0"
 
+logs.configure()
+
 __all__ = [
     "BackendCompilerFailed",
     "BackendUnavailable",
     "EmberError",
+    "OptimizedModule",
     "Unsupported",
+    "compile",
+    "config",
     "list_backends",
+    "optimize",
     "register_backend",
+    "reset",
 ]

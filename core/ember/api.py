@@ -1,0 +1,107 @@
+"""The user-facing entry points: ``compile``, ``optimize``, ``reset`` and ``OptimizedModule``."""
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable
+
+import torch
+
+from .backends import REGISTRY
+from .compiled import BackendChoice, CompiledFunction, make_wrapper, reset_all
+from .plugin import CompilerFn
+
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class OptimizedModule(torch.nn.Module):
+    """What ``ember.compile(module)`` returns: calls go through the compiled forward.
+
+    The original module is ``_orig_mod`` (so ``state_dict`` keys carry that prefix, as with
+    torch.compile); other attribute reads pass through to it.
+    """
+
+    def __init__(self, mod: torch.nn.Module, compiled_call: Callable[..., Any]) -> None:
+        super().__init__()
+        self._orig_mod = mod
+        self.__dict__["_ember_call"] = compiled_call
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__dict__["_ember_call"](*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+    def __repr__(self) -> str:
+        return f"OptimizedModule({self._orig_mod!r})"
+
+
+def _resolve_backend(backend: str | CompilerFn, mode: str | None, options: dict | None) -> BackendChoice:
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(repr(m) for m in MODES)}")
+    if mode is not None and options:
+        raise ValueError("pass either mode or options to ember.compile, not both")
+    name, compiler, spec = REGISTRY.lookup(backend)
+    accepts = bool(spec and spec.accepts_options)
+    if (mode not in (None, "default") or options) and not accepts:
+        raise ValueError(f"backend {name!r} takes neither mode nor options")
+    return BackendChoice(name, compiler, accepts, mode, options)
+
+
+def _trampoline(self: Callable[..., Any]) -> types.FunctionType:
+    """A function that calls ``self``: capture starts here, so module hooks are honoured."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return self(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(self, "__name__", type(self).__name__)
+    return call
+
+
+def compile(
+    model: Callable[..., Any] | None = None,
+    *,
+    backend: str | CompilerFn = "inductor",
+    mode: str | None = None,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    options: dict[str, Any] | None = None,
+    disable: bool = False,
+) -> Any:
+    """Compile ``model`` (a function, method, lambda or nn.Module) just in time.
+
+    Same signature as ``torch.compile``; usable as ``@ember.compile`` and
+    ``@ember.compile(backend=...)``. ``dynamic`` is accepted for compatibility: ember
+    specializes on shapes and recompiles on new ones (up to ``config.cache_size_limit``).
+    """
+    kwargs = dict(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, options=options,
+                  disable=disable)
+    if model is None:
+        return functools.partial(compile, **kwargs)
+    if disable:
+        return model
+    choice = _resolve_backend(backend, mode, options)
+    if isinstance(model, torch.nn.Module):
+        cf = CompiledFunction(_trampoline(model), choice, fullgraph)
+        return OptimizedModule(model, make_wrapper(cf))
+    if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
+        cf = CompiledFunction(model.__func__, choice, fullgraph)
+        return make_wrapper(cf, bound_self=model.__self__, has_self=True)
+    if isinstance(model, types.FunctionType):
+        return make_wrapper(CompiledFunction(model, choice, fullgraph))
+    if callable(model):
+        return make_wrapper(CompiledFunction(_trampoline(model), choice, fullgraph))
+    raise TypeError(f"ember.compile expects a callable or an nn.Module, got {type(model).__name__}")
+
+
+def optimize(backend: str | CompilerFn = "inductor", nopython: bool = False, **kwargs: Any) -> Callable:
+    """The seed tutorials' older spelling: ``ember.optimize("inductor")(fn)``."""
+    return functools.partial(compile, backend=backend, fullgraph=nopython, **kwargs)
+
+
+def reset() -> None:
+    """Drop every cached compilation; the next call of each compiled function recompiles."""
+    reset_all()

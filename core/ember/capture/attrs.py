@@ -1,0 +1,162 @@
+"""Attribute access on symbolic values: tensor metadata, module parameters, object attributes.
+
+Module parameters, buffers and submodules are read through the module's own dictionaries so
+that guards and the generated entry reach them without ``nn.Module.__getattr__``. Properties
+and methods written in Python are inlined; instance and class attributes are read for real and
+guarded through their source.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .builder import wrap
+from .sources import AttrSource, DictEntrySource
+from .torch_ops import UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
+from .values import (
+    BoundMethodVar, ConstVar, DictVar, FunctionVar, ListVar, TensorVar, TupleVar, Var,
+)
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+_TENSOR_METADATA = {
+    "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_leaf", "layout",
+    "is_sparse", "is_quantized", "is_meta", "is_mps", "is_nested", "itemsize", "nbytes",
+    "is_mkldnn", "is_complex_", "names",
+}
+_TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag"}
+
+
+class TensorMethod(Var):
+    """``tensor.method`` before it is called."""
+
+    def __init__(self, tensor: TensorVar, name: str) -> None:
+        self.tensor = tensor
+        self.name = name
+
+
+class ContainerMethod(Var):
+    """``list.append``, ``dict.items`` ... on a symbolic container, before it is called."""
+
+    def __init__(self, container: Var, name: str) -> None:
+        self.container = container
+        self.name = name
+
+
+def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
+    from .calls import SuperProxy, super_attr
+
+    if isinstance(obj, SuperProxy):
+        return super_attr(frame, ConstVar(obj.cls), obj.self_var, name)
+    if isinstance(obj, TensorVar):
+        return _tensor_attr(frame, obj, name)
+    if isinstance(obj, (ListVar, DictVar)) or (isinstance(obj, TupleVar) and obj.tuple_type is tuple):
+        if name.startswith("__"):
+            frame.fail(f"attribute {name} of a container")
+        return ContainerMethod(obj, name)
+    if isinstance(obj, TupleVar):
+        fields = getattr(obj.tuple_type, "_fields", None)
+        if fields and name in fields:
+            return obj.items[fields.index(name)]
+        return ContainerMethod(obj, name)
+    if isinstance(obj, ConstVar):
+        return _object_attr(frame, obj, name)
+    if isinstance(obj, FunctionVar) and name in ("__name__", "__qualname__"):
+        return ConstVar(obj.name)
+    frame.fail(f"attribute {name!r} of a {type(obj).__name__} is not supported")
+    raise AssertionError
+
+
+def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
+    if name in UNSUPPORTED_TENSOR_ATTRS:
+        frame.fail(f"Tensor.{name} is not supported in captured code")
+    if name in _TENSOR_METADATA:
+        return ConstVar(getattr(obj.fake, name))
+    if name in _TENSOR_VIEW_ATTRS:
+        import operator  # noqa: F401  (getattr node)
+
+        return frame.state.graph.call("call_function", getattr, (obj, ConstVar(name)), {})
+    if name in UNSUPPORTED_TENSOR_METHODS:
+        frame.fail(f"Tensor.{name}() needs the tensor's data (graph break)")
+    if not hasattr(torch.Tensor, name):
+        frame.fail(f"Tensor has no attribute {name!r}")
+    return TensorMethod(obj, name)
+
+
+def _module_attr(frame: "Frame", obj: ConstVar, name: str) -> Var | None:
+    module: torch.nn.Module = obj.value
+    for table in ("_parameters", "_buffers", "_modules"):
+        entries = module.__dict__.get(table)
+        if entries is not None and name in entries:
+            source = DictEntrySource(obj.source, table, name) if obj.source else None
+            return wrap(frame.state, entries[name], source)
+    return None
+
+
+def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
+    value = obj.value
+    if isinstance(value, types.ModuleType):
+        try:
+            attr = getattr(value, name)
+        except AttributeError:
+            frame.fail(f"module {value.__name__!r} has no attribute {name!r}")
+        if module_is_trusted(value) or obj.source is None:
+            return ConstVar(attr) if not isinstance(attr, torch.Tensor) else wrap(
+                frame.state, attr, AttrSource(obj.source, name) if obj.source else None)
+        return wrap(frame.state, attr, AttrSource(obj.source, name))
+    if isinstance(value, torch.nn.Module):
+        found = _module_attr(frame, obj, name)
+        if found is not None:
+            return found
+    try:
+        static = inspect.getattr_static(value, name)
+    except AttributeError:
+        static = None
+        if not hasattr(value, name):
+            frame.fail(f"{type(value).__name__} object has no attribute {name!r}")
+    instance_dict = getattr(value, "__dict__", None)
+    is_class = isinstance(value, type)
+    if not is_class and isinstance(instance_dict, dict) and name in instance_dict:
+        return _wrap_attr(frame, obj, name, instance_dict[name])
+    if isinstance(static, property) and not is_class:
+        from .calls import inline_call
+
+        return inline_call(frame, ConstVar(static.fget), [obj], {})
+    if isinstance(static, types.FunctionType):
+        if is_class:
+            return _wrap_attr(frame, obj, name, static)
+        return BoundMethodVar(ConstVar(static), obj)
+    if isinstance(static, staticmethod):
+        return ConstVar(static.__func__)
+    if isinstance(static, classmethod):
+        cls = value if is_class else type(value)
+        return BoundMethodVar(ConstVar(static.__func__), ConstVar(cls))
+    try:
+        attr = getattr(value, name)
+    except Exception as exc:
+        frame.fail(f"reading attribute {name!r} raised {type(exc).__name__}: {exc}")
+        raise
+    if isinstance(attr, (types.BuiltinMethodType, types.MethodWrapperType)) or callable(attr) and not isinstance(
+        attr, (type, torch.nn.Module, types.FunctionType)
+    ) and getattr(attr, "__self__", None) is value:
+        return ConstVar(attr)
+    return _wrap_attr(frame, obj, name, attr)
+
+
+def _wrap_attr(frame: "Frame", obj: ConstVar, name: str, attr: Any) -> Var:
+    if obj.source is None:
+        if isinstance(attr, torch.Tensor):
+            frame.fail(f"attribute {name!r} is a tensor of an object with no source")
+        return ConstVar(attr)
+    return wrap(frame.state, attr, AttrSource(obj.source, name))
+
+
+def store_attr(frame: "Frame", obj: Var, name: str, value: Var) -> None:
+    frame.fail(f"assignment to attribute {name!r} (a side effect) is not supported yet")
+
+
+__all__ = ["ContainerMethod", "TensorMethod", "load_attr", "store_attr"]

@@ -1,0 +1,83 @@
+"""Wrapping real Python values read from the frame into symbolic values, with their guards.
+
+This is the only place where a value enters the capture from outside; it decides the guard:
+tensors on metadata, primitives on value, containers on type and length (their items are
+wrapped one by one), modules, functions and classes on identity, other objects on type (their
+attributes are guarded when read).
+"""
+from __future__ import annotations
+
+import enum
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .sources import ItemSource, Source
+from .values import ConstVar, DictVar, ListVar, TupleVar, Var
+
+if TYPE_CHECKING:
+    from .state import CaptureState
+
+_PRIMITIVES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented))
+_TORCH_VALUES = (torch.dtype, torch.device, torch.memory_format, torch.layout)
+_IDENTITY_TYPES = (
+    types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, types.MethodType,
+    torch.nn.Module, enum.Enum,
+)
+
+
+def is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
+    """Turn ``value`` read from ``source`` into a Var, recording guards."""
+    guards = state.guards
+    if isinstance(value, torch.Tensor):
+        if source is None:
+            raise_unsupported(f"a tensor with no source ({type(value).__name__}) cannot enter the graph")
+        existing = state.graph.input_for(value)
+        if existing is not None:
+            guards.same_object(source, existing.source)
+            return existing
+        guards.tensor(source, value)
+        return state.graph.add_input(source, value)
+    if isinstance(value, _PRIMITIVES) or isinstance(value, _TORCH_VALUES):
+        if source is not None:
+            guards.equals(source, value)
+        return ConstVar(value, source)
+    if isinstance(value, torch.Size):
+        if source is not None:
+            guards.equals(source, value)
+        return ConstVar(value, source)
+    if isinstance(value, (tuple, list)):
+        if source is not None:
+            guards.length(source, value)
+        items = [wrap(state, v, ItemSource(source, i) if source else None) for i, v in enumerate(value)]
+        if isinstance(value, list):
+            return ListVar(items, source)
+        return TupleVar(items, source, type(value))
+    if type(value) is dict:
+        if not all(isinstance(k, (str, int)) for k in value):
+            return _opaque(state, value, source)
+        if source is not None:
+            guards.dict_keys(source, value)
+        items = {k: wrap(state, v, ItemSource(source, k) if source else None) for k, v in value.items()}
+        return DictVar(items, source)
+    return _opaque(state, value, source)
+
+
+def _opaque(state: "CaptureState", value: Any, source: Source | None) -> Var:
+    if source is not None:
+        if isinstance(value, _IDENTITY_TYPES):
+            state.guards.identity(source, value)
+        else:
+            state.guards.type_match(source, value)
+    return ConstVar(value, source)
+
+
+def raise_unsupported(reason: str) -> None:
+    from ..errors import Unsupported
+
+    raise Unsupported(reason)

@@ -1,0 +1,348 @@
+"""Python builtins over symbolic values (``len``, ``isinstance``, ``range``, ``zip``, ...).
+
+Each handler takes ``(frame, args, kwargs)`` and returns a Var. Builtins not listed here are
+evaluated for real when every argument is a constant (see ``torch_ops.PURE_BUILTINS``).
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
+from .values import (
+    BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, TensorVar, TupleVar, Var,
+)
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+Handler = Callable[["Frame", list, dict], Var]
+BUILTIN_HANDLERS: dict[Any, Handler] = {}
+
+
+def handles(*fns: Any) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        for fn in fns:
+            BUILTIN_HANDLERS[fn] = handler
+        return handler
+
+    return register
+
+
+def _const_or_none(var: Var) -> Any:
+    try:
+        return python_value(var)
+    except NotConstant:
+        return NotConstant
+
+
+@handles(len)
+def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
+    (obj,) = args
+    if isinstance(obj, (TupleVar, ListVar, DictVar)):
+        return ConstVar(len(obj.items))
+    if isinstance(obj, TensorVar):
+        if obj.fake.dim() == 0:
+            frame.fail("len() of a 0-d tensor")
+        return ConstVar(obj.fake.shape[0])
+    if isinstance(obj, ConstVar):
+        from .calls import call_dunder
+
+        result = call_dunder(frame, obj, "__len__", [])
+        if result is not None:
+            return result
+        return ConstVar(len(obj.value))
+    frame.fail(f"len() of a {type(obj).__name__}")
+    raise AssertionError
+
+
+def _python_type(var: Var) -> type:
+    if isinstance(var, ConstVar):
+        return type(var.value)
+    return var.python_type()
+
+
+@handles(isinstance)
+def _isinstance(frame: "Frame", args: list, kwargs: dict) -> Var:
+    obj, classes = args
+    cls = as_const(frame, classes, "isinstance's class argument")
+    if isinstance(obj, ConstVar):
+        return ConstVar(isinstance(obj.value, cls))
+    return ConstVar(issubclass(_python_type(obj), cls))
+
+
+@handles(type)
+def _type(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if len(args) != 1:
+        frame.fail("type() with three arguments")
+    return ConstVar(_python_type(args[0]))
+
+
+@handles(range)
+def _range(frame: "Frame", args: list, kwargs: dict) -> Var:
+    return ConstVar(range(*(as_const(frame, a, "range bounds") for a in args)))
+
+
+@handles(enumerate)
+def _enumerate(frame: "Frame", args: list, kwargs: dict) -> Var:
+    start = as_const(frame, args[1] if len(args) > 1 else kwargs.get("start", ConstVar(0)), "enumerate start")
+    items = iterate(frame, args[0])
+    return IteratorVar([TupleVar([ConstVar(start + i), v]) for i, v in enumerate(items)])
+
+
+@handles(zip)
+def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if kwargs.get("strict") is not None and as_const(frame, kwargs["strict"], "zip strict"):
+        lengths = {len(iterate(frame, a)) for a in args}
+        if len(lengths) > 1:
+            frame.fail("zip(strict=True) over sequences of different lengths")
+    columns = [iterate(frame, a) for a in args]
+    return IteratorVar([TupleVar(list(row)) for row in zip(*columns)])
+
+
+@handles(reversed)
+def _reversed(frame: "Frame", args: list, kwargs: dict) -> Var:
+    return IteratorVar(list(reversed(iterate(frame, args[0]))))
+
+
+@handles(iter)
+def _iter(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from .ops import get_iter
+
+    return get_iter(frame, args[0])
+
+
+@handles(next)
+def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
+    it = args[0]
+    if not isinstance(it, IteratorVar):
+        frame.fail("next() on something that is not an iterator made in the captured code")
+    item = it.next()
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        frame.fail("StopIteration from next()")
+    return item
+
+
+@handles(map)
+def _map(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from .calls import call
+
+    fn, *iterables = args
+    columns = [iterate(frame, a) for a in iterables]
+    return IteratorVar([call(frame, fn, list(row), {}) for row in zip(*columns)])
+
+
+@handles(filter)
+def _filter(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from .calls import call
+
+    fn, iterable = args
+    items = iterate(frame, iterable)
+    if isinstance(fn, ConstVar) and fn.value is None:
+        return IteratorVar([v for v in items if truthy(frame, v)])
+    return IteratorVar([v for v in items if truthy(frame, call(frame, fn, [v], {}))])
+
+
+@handles(list)
+def _list(frame: "Frame", args: list, kwargs: dict) -> Var:
+    return ListVar(iterate(frame, args[0]) if args else [])
+
+
+@handles(tuple)
+def _tuple(frame: "Frame", args: list, kwargs: dict) -> Var:
+    return TupleVar(iterate(frame, args[0]) if args else [])
+
+
+@handles(dict)
+def _dict(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from .ops import dict_items
+
+    items: dict = {}
+    if args:
+        src = args[0]
+        if isinstance(src, (DictVar,)) or isinstance(src, ConstVar) and isinstance(src.value, dict):
+            items.update(dict_items(frame, src))
+        else:
+            for pair in iterate(frame, src):
+                key, value = iterate(frame, pair)
+                items[as_const(frame, key, "a dict key")] = value
+    items.update(kwargs)
+    return DictVar(items)
+
+
+def _fold_or_reduce(frame: "Frame", args: list, pick: Callable) -> Var:
+    items = iterate(frame, args[0]) if len(args) == 1 else list(args)
+    values = [_const_or_none(v) for v in items]
+    if all(v is not NotConstant for v in values):
+        return lift(pick(values))
+    frame.fail(f"{pick.__name__}() over tensors compares tensor data (use torch.maximum/minimum)")
+    raise AssertionError
+
+
+@handles(max)
+def _max(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if kwargs:
+        frame.fail("max() with keyword arguments")
+    return _fold_or_reduce(frame, args, max)
+
+
+@handles(min)
+def _min(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if kwargs:
+        frame.fail("min() with keyword arguments")
+    return _fold_or_reduce(frame, args, min)
+
+
+@handles(sum)
+def _sum(frame: "Frame", args: list, kwargs: dict) -> Var:
+    items = iterate(frame, args[0])
+    total = args[1] if len(args) > 1 else kwargs.get("start", ConstVar(0))
+    for item in items:
+        total = binary(frame, "+", total, item)
+    return total
+
+
+@handles(abs)
+def _abs(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if isinstance(args[0], TensorVar):
+        return frame.state.graph.call("call_function", operator.abs, (args[0],), {})
+    return lift(abs(as_const(frame, args[0], "abs()")))
+
+
+def _make_any_all(fn: Callable[[Any], bool]) -> Handler:
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        return ConstVar(fn(truthy(frame, v) for v in iterate(frame, args[0])))
+
+    return handler
+
+
+BUILTIN_HANDLERS[any] = _make_any_all(any)
+BUILTIN_HANDLERS[all] = _make_any_all(all)
+
+
+@handles(getattr)
+def _getattr(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from ..errors import Unsupported
+    from .attrs import load_attr
+
+    name = as_const(frame, args[1], "getattr's name")
+    if len(args) == 3:
+        try:
+            return load_attr(frame, args[0], name)
+        except Unsupported as exc:
+            if "has no attribute" in str(exc):
+                return args[2]
+            raise
+    return load_attr(frame, args[0], name)
+
+
+@handles(hasattr)
+def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
+    obj, name = args[0], as_const(frame, args[1], "hasattr's name")
+    if isinstance(obj, TensorVar):
+        return ConstVar(hasattr(obj.fake, name))
+    if isinstance(obj, ConstVar):
+        if isinstance(obj.value, torch.nn.Module):
+            from .attrs import load_attr
+            from ..errors import Unsupported
+
+            try:
+                load_attr(frame, obj, name)
+                return ConstVar(True)
+            except Unsupported:
+                return ConstVar(False)
+        return ConstVar(hasattr(obj.value, name))
+    frame.fail(f"hasattr on a {type(obj).__name__}")
+    raise AssertionError
+
+
+@handles(callable)
+def _callable(frame: "Frame", args: list, kwargs: dict) -> Var:
+    obj = args[0]
+    if isinstance(obj, (FunctionVar, BoundMethodVar)):
+        return ConstVar(True)
+    if isinstance(obj, ConstVar):
+        return ConstVar(callable(obj.value))
+    return ConstVar(False)
+
+
+@handles(bool)
+def _bool(frame: "Frame", args: list, kwargs: dict) -> Var:
+    return ConstVar(truthy(frame, args[0]) if args else False)
+
+
+def _make_scalar(cls: type) -> Handler:
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        if args and isinstance(args[0], TensorVar):
+            frame.fail(f"{cls.__name__}() of a tensor reads its data (graph break)")
+        return lift(cls(*(as_const(frame, a, f"{cls.__name__}()") for a in args)))
+
+    return handler
+
+
+BUILTIN_HANDLERS[int] = _make_scalar(int)
+BUILTIN_HANDLERS[float] = _make_scalar(float)
+
+
+@handles(print)
+def _print(frame: "Frame", args: list, kwargs: dict) -> Var:
+    frame.fail("print() is a side effect outside PyTorch (graph break)")
+    raise AssertionError
+
+
+@handles(super)
+def _super(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from .calls import SuperProxy
+
+    if args:
+        cls = as_const(frame, args[0], "super's class")
+        return SuperProxy(cls, args[1])
+    code = frame.code
+    cell = frame.cells.get("__class__")
+    if cell is None or not code.co_varnames:
+        frame.fail("zero-argument super() outside a method")
+    cls = cell.contents.value if hasattr(cell, "contents") and cell.contents is not None else cell.cell_contents
+    first = code.co_varnames[0]
+    self_var = frame.locals.get(first)
+    if self_var is None:
+        frame.fail("super(): the method's first argument is not available")
+    return SuperProxy(cls, self_var)
+
+
+@handles(operator.getitem)
+def _op_getitem(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from .ops import getitem
+
+    return getitem(frame, args[0], args[1])
+
+
+@handles(functools.reduce)
+def _reduce(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from .calls import call
+
+    fn, iterable = args[0], iterate(frame, args[1])
+    acc = args[2] if len(args) > 2 else iterable.pop(0)
+    for item in iterable:
+        acc = call(frame, fn, [acc, item], {})
+    return acc
+
+
+def _make_operator(symbol: str, compare_op: bool = False) -> Handler:
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        return (compare if compare_op else binary)(frame, symbol, args[0], args[1])
+
+    return handler
+
+
+for _fn, _sym in [(operator.add, "+"), (operator.sub, "-"), (operator.mul, "*"), (operator.truediv, "/"),
+                  (operator.floordiv, "//"), (operator.mod, "%"), (operator.pow, "**"),
+                  (operator.matmul, "@"), (operator.and_, "&"), (operator.or_, "|"), (operator.xor, "^")]:
+    BUILTIN_HANDLERS[_fn] = _make_operator(_sym)
+for _fn, _sym in [(operator.lt, "<"), (operator.le, "<="), (operator.eq, "=="), (operator.ne, "!="),
+                  (operator.gt, ">"), (operator.ge, ">=")]:
+    BUILTIN_HANDLERS[_fn] = _make_operator(_sym, compare_op=True)

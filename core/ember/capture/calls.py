@@ -1,0 +1,333 @@
+"""Calls: torch ops become graph nodes, Python functions and module forwards are inlined,
+builtins and pure helpers on constants are evaluated, anything else is refused.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from .attrs import ContainerMethod, TensorMethod
+from .builtin_calls import BUILTIN_HANDLERS
+from .ops import NotConstant, lift, mutable_dict, mutable_list, python_value
+from .state import MAX_INLINE_DEPTH
+from .torch_ops import is_graph_callable, is_pure_function, module_is_trusted
+from .values import (
+    BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, ListVar, TensorVar, TupleVar, Var,
+    contains_tensor,
+)
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+__all__ = ["call", "call_dunder", "inline_call", "module_is_trusted", "super_attr"]
+
+_TensorBase = torch._C.TensorBase
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_MODULE_CALL = torch.nn.Module.__call__
+
+
+def _name(value: Any) -> str:
+    module = getattr(value, "__module__", None)
+    qual = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or type(value).__name__
+    return f"{module}.{qual}" if module and module != "builtins" else qual
+
+
+def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    graph = frame.state.graph
+    if isinstance(fn, TensorMethod):
+        return graph.call("call_method", fn.name, (fn.tensor, *args), kwargs)
+    if isinstance(fn, ContainerMethod):
+        return container_method(frame, fn, args, kwargs)
+    if isinstance(fn, (FunctionVar,)):
+        return inline_call(frame, fn, args, kwargs)
+    if isinstance(fn, BoundMethodVar):
+        return call(frame, fn.func, [fn.self_var, *args], kwargs)
+    if isinstance(fn, SuperProxy):
+        frame.fail("calling super() directly")
+    if not isinstance(fn, ConstVar):
+        frame.fail(f"calling a {type(fn).__name__} is not supported")
+    value = fn.value
+    if isinstance(value, torch.nn.Module):
+        return call_module(frame, fn, args, kwargs)
+    handler = _builtin_handler(value)
+    if handler is not None:
+        return handler(frame, args, kwargs)
+    if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
+        if args and isinstance(args[0], TensorVar):
+            return graph.call("call_method", value.__name__, tuple(args), kwargs)
+    if is_graph_callable(value):
+        return graph.call("call_function", value, tuple(args), kwargs)
+    original = getattr(value, "__ember__", None)
+    if original is not None:  # an ember-compiled function called from captured code: inline it
+        return call(frame, ConstVar(value.__wrapped__), args, kwargs)
+    if isinstance(value, types.FunctionType):
+        return inline_call(frame, fn, args, kwargs)
+    if isinstance(value, types.MethodType):
+        self_source = None
+        if fn.source is not None:
+            from .sources import AttrSource
+
+            self_source = AttrSource(fn.source, "__self__")
+        return call(frame, ConstVar(value.__func__), [ConstVar(value.__self__, self_source), *args], kwargs)
+    if isinstance(value, type) and hasattr(value, "_fields") and issubclass(value, tuple):
+        return _make_namedtuple(frame, value, args, kwargs)
+    if is_pure_function(value) or (isinstance(value, type) and value.__module__ == "builtins"):
+        try:
+            py_args = [python_value(a) for a in args]
+            py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
+        except NotConstant:
+            frame.fail(f"{_name(value)} called with tensors or captured containers")
+        try:
+            return lift(value(*py_args, **py_kwargs))
+        except Exception as exc:
+            frame.fail(f"{_name(value)} raised {type(exc).__name__}: {exc}")
+    frame.fail(f"call to {_name(value)} is not supported (not a torch op, not Python code to inline)")
+    raise AssertionError
+
+
+def _builtin_handler(value: Any) -> Callable | None:
+    try:
+        return BUILTIN_HANDLERS.get(value)
+    except TypeError:  # unhashable callable
+        return None
+
+
+def _make_namedtuple(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    fields = cls._fields
+    values = list(args)
+    for name in fields[len(args):]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif name in getattr(cls, "_field_defaults", {}):
+            values.append(lift(cls._field_defaults[name]))
+        else:
+            frame.fail(f"{cls.__name__}() missing argument {name!r}")
+    return TupleVar(values, tuple_type=cls)
+
+
+# -- modules ---------------------------------------------------------------------------------
+def _has_hooks(module: torch.nn.Module) -> bool:
+    from torch.nn.modules import module as module_mod
+
+    own = (module._forward_hooks, module._forward_pre_hooks, module._backward_hooks,
+           getattr(module, "_backward_pre_hooks", {}))
+    global_hooks = (module_mod._global_forward_hooks, module_mod._global_forward_pre_hooks,
+                    module_mod._global_backward_hooks, getattr(module_mod, "_global_backward_pre_hooks", {}))
+    return any(len(h) for h in own + global_hooks)
+
+
+def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    module = mod_var.value
+    cls = type(module)
+    if cls.__call__ is not _MODULE_CALL:
+        return inline_call(frame, ConstVar(cls.__call__), [mod_var, *args], kwargs)
+    if _has_hooks(module):
+        frame.fail(f"module {cls.__name__} has hooks registered")
+    forward = inspect.getattr_static(module, "forward")
+    if isinstance(forward, types.FunctionType):
+        if "forward" in module.__dict__:  # an instance attribute replaced forward
+            return call(frame, ConstVar(forward), args, kwargs)
+        return inline_call(frame, ConstVar(forward), [mod_var, *args], kwargs)
+    frame.fail(f"forward of {cls.__name__} is not Python code")
+    raise AssertionError
+
+
+# -- inlining --------------------------------------------------------------------------------
+_SIGNATURES: dict[types.CodeType, inspect.Signature] = {}
+
+
+def _signature(code: types.CodeType) -> inspect.Signature:
+    sig = _SIGNATURES.get(code)
+    if sig is None:
+        cells = tuple(types.CellType() for _ in code.co_freevars)
+        dummy = types.FunctionType(code, {}, code.co_name, None, cells or None)
+        sig = inspect.signature(dummy)
+        if len(_SIGNATURES) > 4096:
+            _SIGNATURES.clear()
+        _SIGNATURES[code] = sig
+    return sig
+
+
+def _bind(frame: "Frame", code: types.CodeType, defaults: tuple, kwdefaults: dict,
+          args: list[Var], kwargs: dict[str, Var]) -> dict[str, Var]:
+    sig = _signature(code)
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    with_defaults = positional[len(positional) - len(defaults):] if defaults else []
+    new_params = []
+    for p in params:
+        if p in with_defaults:
+            p = p.replace(default=defaults[with_defaults.index(p)])
+        elif p.kind == p.KEYWORD_ONLY and p.name in kwdefaults:
+            p = p.replace(default=kwdefaults[p.name])
+        new_params.append(p)
+    sig = sig.replace(parameters=new_params)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        frame.fail(f"{code.co_name}() {exc}")
+    bound.apply_defaults()
+    result: dict[str, Var] = {}
+    for name, value in bound.arguments.items():
+        kind = sig.parameters[name].kind
+        if kind == inspect.Parameter.VAR_POSITIONAL:
+            value = TupleVar(list(value))
+        elif kind == inspect.Parameter.VAR_KEYWORD:
+            value = DictVar(dict(value))
+        result[name] = value if isinstance(value, Var) else lift(value)
+    return result
+
+
+def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    from .frame import Frame
+
+    if isinstance(fn, FunctionVar):
+        code, globals_dict = fn.code, fn.globals
+        defaults, kwdefaults = fn.defaults, fn.kwdefaults
+        closure = dict(zip(code.co_freevars, fn.closure))
+    else:
+        func = fn.value
+        code, globals_dict = func.__code__, func.__globals__
+        defaults = tuple(_default(frame, d) for d in (func.__defaults__ or ()))
+        kwdefaults = {k: _default(frame, v) for k, v in (func.__kwdefaults__ or {}).items()}
+        closure = dict(zip(code.co_freevars, func.__closure__ or ()))
+    if code.co_flags & _GENERATOR_FLAGS:
+        frame.fail(f"{code.co_name} is a generator or coroutine (not supported yet)")
+    state = frame.state
+    if state.depth >= MAX_INLINE_DEPTH:
+        frame.fail("inlining is too deep (recursion?)")
+    bound = _bind(frame, code, defaults, kwdefaults, args, kwargs)
+    child = Frame(state, code, globals_dict, bound, closure)
+    state.depth += 1
+    try:
+        return child.run()
+    finally:
+        state.depth -= 1
+
+
+def _default(frame: "Frame", value: Any) -> Var:
+    if isinstance(value, torch.Tensor):
+        frame.fail("a tensor used as a default argument value")
+    return lift(value)
+
+
+# -- containers ------------------------------------------------------------------------------
+def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    obj, name = fn.container, fn.name
+    if isinstance(obj, ListVar):
+        return _list_method(frame, obj, name, args)
+    if isinstance(obj, DictVar):
+        return _dict_method(frame, obj, name, args)
+    if isinstance(obj, TupleVar) and name in ("index", "count"):
+        try:
+            return lift(getattr(tuple(python_value(v) for v in obj.items), name)(*[python_value(a) for a in args]))
+        except NotConstant:
+            frame.fail(f"tuple.{name} over tensors")
+    frame.fail(f"method {name!r} of a {type(obj).__name__} is not supported")
+    raise AssertionError
+
+
+def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Var:
+    from .ops import iterate
+
+    if name in ("index", "count", "copy", "__len__"):
+        if name == "copy":
+            return ListVar(list(obj.items))
+        try:
+            return lift(getattr([python_value(v) for v in obj.items], name)(*[python_value(a) for a in args]))
+        except NotConstant:
+            frame.fail(f"list.{name} over tensors")
+    items = mutable_list(frame, obj).items
+    if name == "append":
+        items.append(args[0])
+    elif name == "extend":
+        items.extend(iterate(frame, args[0]))
+    elif name == "insert":
+        items.insert(python_value(args[0]), args[1])
+    elif name == "pop":
+        return items.pop(*(python_value(a) for a in args))
+    elif name == "reverse":
+        items.reverse()
+    elif name == "clear":
+        items.clear()
+    else:
+        frame.fail(f"list.{name} is not supported")
+    return ConstVar(None)
+
+
+def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Var:
+    items = obj.items
+    if name == "items":
+        return ListVar([TupleVar([ConstVar(k), v]) for k, v in items.items()])
+    if name == "keys":
+        return ListVar([ConstVar(k) for k in items])
+    if name == "values":
+        return ListVar(list(items.values()))
+    if name == "get":
+        key = python_value(args[0])
+        return items.get(key, args[1] if len(args) > 1 else ConstVar(None))
+    if name == "copy":
+        return DictVar(dict(items), dict_type=obj.dict_type)
+    if name == "__contains__":
+        return ConstVar(python_value(args[0]) in items)
+    table = mutable_dict(frame, obj).items
+    if name == "update":
+        from .ops import dict_items
+
+        table.update(dict_items(frame, args[0]))
+        return ConstVar(None)
+    if name == "pop":
+        key = python_value(args[0])
+        if key in table:
+            return table.pop(key)
+        if len(args) > 1:
+            return args[1]
+        frame.fail(f"KeyError: {key!r}")
+    if name == "setdefault":
+        return table.setdefault(python_value(args[0]), args[1] if len(args) > 1 else ConstVar(None))
+    frame.fail(f"dict.{name} is not supported")
+    raise AssertionError
+
+
+# -- dunder dispatch and super() -------------------------------------------------------------
+def call_dunder(frame: "Frame", obj: ConstVar, name: str, args: list[Var]) -> Var | None:
+    """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
+    method = inspect.getattr_static(type(obj.value), name, None)
+    if isinstance(method, types.FunctionType):
+        return inline_call(frame, ConstVar(method), [obj, *args], {})
+    return None
+
+
+class SuperProxy(Var):
+    """``super()`` inside a method, before its attribute is read (3.11 spelling)."""
+
+    def __init__(self, cls: type, self_var: Var) -> None:
+        self.cls = cls
+        self.self_var = self_var
+
+
+def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
+    cls = python_value(cls_var) if not isinstance(cls_var, CellVar) else python_value(cls_var.contents)
+    obj_type = self_var.value if isinstance(self_var, ConstVar) and isinstance(self_var.value, type) else None
+    if obj_type is None:
+        obj_type = type(self_var.value) if isinstance(self_var, ConstVar) else None
+    if obj_type is None:
+        frame.fail("super() on a value that is not a Python object")
+    mro = obj_type.__mro__
+    for klass in mro[mro.index(cls) + 1:]:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            if isinstance(attr, types.FunctionType):
+                return BoundMethodVar(ConstVar(attr), self_var)
+            if isinstance(attr, property):
+                return inline_call(frame, ConstVar(attr.fget), [self_var], {})
+            if isinstance(attr, classmethod):
+                return BoundMethodVar(ConstVar(attr.__func__), ConstVar(obj_type))
+            if isinstance(attr, staticmethod):
+                return ConstVar(attr.__func__)
+            return lift(attr) if not contains_tensor(lift(attr)) else frame.fail("super attribute tensor")
+    frame.fail(f"super() has no attribute {name!r}")
+    raise AssertionError

@@ -1,0 +1,529 @@
+"""The symbolic bytecode interpreter: one :class:`Frame` per Python function it walks.
+
+It executes a code object's instructions over symbolic values (see ``values.py``): tensor work
+becomes fx nodes through :class:`~ember.capture.graph.GraphBuilder`, everything else is
+evaluated for real at capture time. Control flow decided by Python values or shapes is
+followed (loops are unrolled). User functions and ``nn.Module.forward`` are inlined by a
+child Frame. What it cannot handle raises :class:`~ember.errors.Unsupported` with the file, line
+and source line of every frame on the way out.
+"""
+from __future__ import annotations
+
+import linecache
+import types
+from typing import Any
+
+from ..errors import Unsupported
+from . import calls, ops
+from .attrs import load_attr, store_attr
+from .builder import wrap
+from .compat import Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
+from .sources import LocalSource, cell_source, global_source
+from .state import CaptureState
+from .values import (
+    NULL, BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar,
+    TupleVar, Var,
+)
+
+_BUILTINS = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
+
+
+class _Return(Exception):
+    def __init__(self, value: Var) -> None:
+        self.value = value
+
+
+class Frame:
+    """Interprets one code object; ``run()`` returns the symbolic return value."""
+
+    def __init__(
+        self,
+        state: CaptureState,
+        code: types.CodeType,
+        globals_dict: dict,
+        locals_: dict[str, Var],
+        closure: dict[str, Any],
+        lazy_args: dict[str, Any] | None = None,
+    ) -> None:
+        self.state = state
+        self.code = code
+        self.globals = globals_dict
+        self.locals: dict[str, Var] = dict(locals_)
+        self.lazy_args = dict(lazy_args or {})
+        # name -> CellVar (made inside the capture) or a real closure cell (read lazily)
+        self.cells: dict[str, Any] = dict(closure)
+        self.instrs = instructions(code)
+        self.index_of = {ins.offset: ins.index for ins in self.instrs}
+        self.stack: list[Var] = []
+        self.kw_names: tuple[str, ...] = ()
+        self.pc = 0
+        self.current: Instr | None = None
+
+    # -- running --------------------------------------------------------------------------
+    def run(self) -> Var:
+        state = self.state
+        instrs = self.instrs
+        while True:
+            ins = instrs[self.pc]
+            self.current = ins
+            self.pc += 1
+            state.instructions += 1
+            if state.instructions > state.max_instructions:
+                self.fail("capture is too long (unrolled loop?)")
+            handler = getattr(self, ins.opname, None)
+            if handler is None:
+                self.fail(f"bytecode {ins.opname} is not supported")
+            try:
+                handler(ins)
+            except _Return as ret:
+                return ret.value
+            except Unsupported as exc:
+                self.locate(exc)
+                raise
+
+    def locate(self, exc: Unsupported) -> None:
+        """Append this frame's position to the exception's user stack (innermost first)."""
+        frames = getattr(exc, "user_stack", None)
+        if frames is None:
+            frames = exc.user_stack = []
+        if getattr(exc, "_located_in", None) is self:
+            return
+        exc._located_in = self
+        line = self.current.lineno if self.current else self.code.co_firstlineno
+        source_line = linecache.getline(self.code.co_filename, line or 0).strip()
+        frames.append((self.code.co_filename, line, self.code.co_name, source_line))
+
+    def fail(self, reason: str) -> None:
+        raise Unsupported(reason)
+
+    def jump(self, offset: int) -> None:
+        self.pc = self.index_of[offset]
+
+    def push(self, var: Var) -> None:
+        self.stack.append(var)
+
+    def pop(self) -> Var:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[Var]:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    # -- no-ops and stack shuffling -----------------------------------------------------------
+    def NOP(self, ins: Instr) -> None: ...
+    RESUME = CACHE = EXTENDED_ARG = NOP
+
+    def POP_TOP(self, ins: Instr) -> None:
+        self.pop()
+
+    def PUSH_NULL(self, ins: Instr) -> None:
+        self.push(NULL)
+
+    def COPY(self, ins: Instr) -> None:
+        self.push(self.stack[-ins.arg])
+
+    def SWAP(self, ins: Instr) -> None:
+        s = self.stack
+        s[-1], s[-ins.arg] = s[-ins.arg], s[-1]
+
+    def END_FOR(self, ins: Instr) -> None:  # 3.12, reached only by explicit jumps
+        self.popn(2)
+
+    # -- loads and stores -------------------------------------------------------------------
+    def LOAD_CONST(self, ins: Instr) -> None:
+        self.push(ConstVar(ins.argval))
+
+    def RETURN_CONST(self, ins: Instr) -> None:
+        raise _Return(ConstVar(ins.argval))
+
+    def RETURN_VALUE(self, ins: Instr) -> None:
+        raise _Return(self.pop())
+
+    def LOAD_FAST(self, ins: Instr) -> None:
+        name = ins.argval
+        if name not in self.locals:
+            if name in self.lazy_args:
+                self.locals[name] = wrap(self.state, self.lazy_args.pop(name), LocalSource(name))
+            else:
+                self.fail(f"local variable {name!r} is read before assignment")
+        self.push(self.locals[name])
+
+    LOAD_FAST_CHECK = LOAD_FAST
+
+    def LOAD_FAST_AND_CLEAR(self, ins: Instr) -> None:  # 3.12 inlined comprehensions
+        self.push(self.locals.pop(ins.argval, NULL))
+
+    def STORE_FAST(self, ins: Instr) -> None:
+        value = self.pop()
+        self.lazy_args.pop(ins.argval, None)
+        if value is NULL:
+            self.locals.pop(ins.argval, None)
+        else:
+            self.locals[ins.argval] = value
+
+    def DELETE_FAST(self, ins: Instr) -> None:
+        self.locals.pop(ins.argval, None)
+        self.lazy_args.pop(ins.argval, None)
+
+    def LOAD_GLOBAL(self, ins: Instr) -> None:
+        if ins.arg & 1:
+            self.push(NULL)
+        self.push(self.load_global(ins.argval))
+
+    def load_global(self, name: str) -> Var:
+        if name in self.globals:
+            value = self.globals[name]
+            import types as _t
+            if isinstance(value, _t.ModuleType) and calls.module_is_trusted(value):
+                return ConstVar(value)
+            return wrap(self.state, value, global_source(self.globals, name))
+        builtins_ = self.globals.get("__builtins__", _BUILTINS)
+        builtins_ = builtins_ if isinstance(builtins_, dict) else vars(builtins_)
+        if name in builtins_:
+            return ConstVar(builtins_[name])
+        self.fail(f"name {name!r} is not defined")
+        raise AssertionError
+
+    def STORE_GLOBAL(self, ins: Instr) -> None:
+        self.fail(f"assignment to global {ins.argval!r} (a side effect) is not supported yet")
+
+    def LOAD_DEREF(self, ins: Instr) -> None:
+        self.push(self.load_cell(ins.argval))
+
+    LOAD_CLASSDEREF = LOAD_DEREF
+
+    def load_cell(self, name: str) -> Var:
+        cell = self.cells.get(name)
+        if isinstance(cell, CellVar):
+            if cell.contents is None:
+                self.fail(f"free variable {name!r} is read before assignment")
+            return cell.contents
+        if cell is None:
+            self.fail(f"unknown closure variable {name!r}")
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            self.fail(f"free variable {name!r} is read before assignment")
+        var = wrap(self.state, value, cell_source(cell, name))
+        self.cells[name] = CellVar(var)
+        self.cells[name].real_cell = cell
+        return var
+
+    def STORE_DEREF(self, ins: Instr) -> None:
+        cell = self.cells.get(ins.argval)
+        if isinstance(cell, CellVar) and getattr(cell, "real_cell", None) is None:
+            cell.contents = self.pop()
+        else:
+            self.fail(f"assignment to closure variable {ins.argval!r} of an outer function is not supported yet")
+
+    def MAKE_CELL(self, ins: Instr) -> None:
+        name = ins.argval
+        initial = self.locals.pop(name, None)
+        if initial is None and name in self.lazy_args:
+            initial = wrap(self.state, self.lazy_args.pop(name), LocalSource(name))
+        self.cells[name] = CellVar(initial)
+
+    def COPY_FREE_VARS(self, ins: Instr) -> None: ...
+
+    def LOAD_CLOSURE(self, ins: Instr) -> None:
+        cell = self.cells.get(ins.argval)
+        if not isinstance(cell, CellVar):
+            self.load_cell(ins.argval)
+            cell = self.cells[ins.argval]
+        self.push(cell)
+
+    def LOAD_ATTR(self, ins: Instr) -> None:
+        obj = self.pop()
+        if method_bit_load_attr(ins):
+            self.push(NULL)
+        self.push(load_attr(self, obj, ins.argval))
+
+    def LOAD_METHOD(self, ins: Instr) -> None:  # 3.11
+        obj = self.pop()
+        self.push(NULL)
+        self.push(load_attr(self, obj, ins.argval))
+
+    def LOAD_SUPER_ATTR(self, ins: Instr) -> None:  # 3.12: super().name
+        self_var = self.pop()
+        cls_var = self.pop()
+        self.pop()  # the global `super`
+        attr = calls.super_attr(self, cls_var, self_var, ins.argval)
+        if ins.arg & 1:
+            self.push(NULL)
+        self.push(attr)
+
+    def STORE_ATTR(self, ins: Instr) -> None:
+        obj = self.pop()
+        value = self.pop()
+        store_attr(self, obj, ins.argval, value)
+
+    # -- operators ----------------------------------------------------------------------------
+    def BINARY_OP(self, ins: Instr) -> None:
+        b = self.pop()
+        a = self.pop()
+        self.push(ops.binary(self, ins.argrepr, a, b))
+
+    def BINARY_SUBSCR(self, ins: Instr) -> None:
+        index = self.pop()
+        obj = self.pop()
+        self.push(ops.getitem(self, obj, index))
+
+    def BINARY_SLICE(self, ins: Instr) -> None:
+        stop = self.pop()
+        start = self.pop()
+        obj = self.pop()
+        self.push(ops.getitem(self, obj, ops.make_slice(self, start, stop, ConstVar(None))))
+
+    def STORE_SUBSCR(self, ins: Instr) -> None:
+        index = self.pop()
+        obj = self.pop()
+        value = self.pop()
+        ops.setitem(self, obj, index, value)
+
+    def STORE_SLICE(self, ins: Instr) -> None:
+        stop = self.pop()
+        start = self.pop()
+        obj = self.pop()
+        value = self.pop()
+        ops.setitem(self, obj, ops.make_slice(self, start, stop, ConstVar(None)), value)
+
+    def DELETE_SUBSCR(self, ins: Instr) -> None:
+        index = self.pop()
+        obj = self.pop()
+        ops.delitem(self, obj, index)
+
+    def COMPARE_OP(self, ins: Instr) -> None:
+        b = self.pop()
+        a = self.pop()
+        self.push(ops.compare(self, compare_op(ins), a, b))
+
+    def IS_OP(self, ins: Instr) -> None:
+        b = self.pop()
+        a = self.pop()
+        same = ops.is_same(self, a, b)
+        self.push(ConstVar(same != bool(ins.arg)))
+
+    def CONTAINS_OP(self, ins: Instr) -> None:
+        container = self.pop()
+        item = self.pop()
+        found = ops.contains(self, container, item)
+        self.push(ConstVar(found != bool(ins.arg)))
+
+    def UNARY_NEGATIVE(self, ins: Instr) -> None:
+        self.push(ops.unary(self, "neg", self.pop()))
+
+    def UNARY_INVERT(self, ins: Instr) -> None:
+        self.push(ops.unary(self, "invert", self.pop()))
+
+    def UNARY_NOT(self, ins: Instr) -> None:
+        self.push(ConstVar(not ops.truthy(self, self.pop())))
+
+    def CALL_INTRINSIC_1(self, ins: Instr) -> None:  # 3.12
+        name = ins.argrepr
+        value = self.pop()
+        if name == "INTRINSIC_UNARY_POSITIVE":
+            self.push(ops.unary(self, "pos", value))
+        elif name == "INTRINSIC_LIST_TO_TUPLE":
+            self.push(TupleVar(list(value.items)))
+        else:
+            self.fail(f"intrinsic {name} is not supported")
+
+    def GET_LEN(self, ins: Instr) -> None:
+        self.push(calls.call(self, ConstVar(len), [self.stack[-1]], {}))
+
+    def FORMAT_VALUE(self, ins: Instr) -> None:
+        spec = self.pop() if (ins.arg & 0x04) else ConstVar("")
+        value = self.pop()
+        conv = ins.arg & 0x03
+        py = ops.as_const(self, value, "formatting a value")
+        py = {0: py, 1: str(py), 2: repr(py), 3: ascii(py)}[conv]
+        self.push(ConstVar(format(py, ops.as_const(self, spec, "a format spec"))))
+
+    def BUILD_STRING(self, ins: Instr) -> None:
+        parts = self.popn(ins.arg)
+        self.push(ConstVar("".join(ops.as_const(self, p, "building a string") for p in parts)))
+
+    # -- control flow -------------------------------------------------------------------------
+    def JUMP_FORWARD(self, ins: Instr) -> None:
+        self.jump(ins.argval)
+
+    JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP_ABSOLUTE = JUMP = JUMP_FORWARD
+
+    def POP_JUMP_IF_FALSE(self, ins: Instr) -> None:
+        if not ops.truthy(self, self.pop()):
+            self.jump(ins.argval)
+
+    def POP_JUMP_IF_TRUE(self, ins: Instr) -> None:
+        if ops.truthy(self, self.pop()):
+            self.jump(ins.argval)
+
+    def POP_JUMP_IF_NONE(self, ins: Instr) -> None:
+        if ops.is_same(self, self.pop(), ConstVar(None)):
+            self.jump(ins.argval)
+
+    def POP_JUMP_IF_NOT_NONE(self, ins: Instr) -> None:
+        if not ops.is_same(self, self.pop(), ConstVar(None)):
+            self.jump(ins.argval)
+
+    def JUMP_IF_TRUE_OR_POP(self, ins: Instr) -> None:  # 3.11
+        if ops.truthy(self, self.stack[-1]):
+            self.jump(ins.argval)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, ins: Instr) -> None:  # 3.11
+        if not ops.truthy(self, self.stack[-1]):
+            self.jump(ins.argval)
+        else:
+            self.pop()
+
+    def GET_ITER(self, ins: Instr) -> None:
+        self.push(ops.get_iter(self, self.pop()))
+
+    def FOR_ITER(self, ins: Instr) -> None:
+        it = self.stack[-1]
+        assert isinstance(it, IteratorVar)
+        item = it.next()
+        if item is None:
+            self.pop()
+            self.pc = for_iter_exit(self.instrs, self.index_of[ins.argval])
+        else:
+            self.push(item)
+
+    # -- building containers -------------------------------------------------------------------
+    def BUILD_TUPLE(self, ins: Instr) -> None:
+        self.push(TupleVar(self.popn(ins.arg)))
+
+    def BUILD_LIST(self, ins: Instr) -> None:
+        self.push(ListVar(self.popn(ins.arg)))
+
+    def BUILD_SET(self, ins: Instr) -> None:
+        items = self.popn(ins.arg)
+        self.push(ConstVar({ops.as_const(self, i, "a set element") for i in items}))
+
+    def BUILD_MAP(self, ins: Instr) -> None:
+        flat = self.popn(2 * ins.arg)
+        items = {ops.as_const(self, flat[i], "a dict key"): flat[i + 1] for i in range(0, len(flat), 2)}
+        self.push(DictVar(items))
+
+    def BUILD_CONST_KEY_MAP(self, ins: Instr) -> None:
+        keys = ops.as_const(self, self.pop(), "dict keys")
+        values = self.popn(ins.arg)
+        self.push(DictVar(dict(zip(keys, values))))
+
+    def BUILD_SLICE(self, ins: Instr) -> None:
+        parts = self.popn(ins.arg)
+        step = parts[2] if ins.arg == 3 else ConstVar(None)
+        self.push(ops.make_slice(self, parts[0], parts[1], step))
+
+    def LIST_APPEND(self, ins: Instr) -> None:
+        value = self.pop()
+        ops.mutable_list(self, self.stack[-ins.arg]).items.append(value)
+
+    def LIST_EXTEND(self, ins: Instr) -> None:
+        value = self.pop()
+        ops.mutable_list(self, self.stack[-ins.arg]).items.extend(ops.iterate(self, value))
+
+    def SET_ADD(self, ins: Instr) -> None:
+        value = self.pop()
+        target = self.stack[-ins.arg]
+        target.value.add(ops.as_const(self, value, "a set element"))
+
+    def SET_UPDATE(self, ins: Instr) -> None:
+        value = self.pop()
+        target = self.stack[-ins.arg]
+        target.value.update(ops.as_const(self, i, "a set element") for i in ops.iterate(self, value))
+
+    def MAP_ADD(self, ins: Instr) -> None:
+        value = self.pop()
+        key = self.pop()
+        ops.mutable_dict(self, self.stack[-ins.arg]).items[ops.as_const(self, key, "a dict key")] = value
+
+    def DICT_UPDATE(self, ins: Instr) -> None:
+        other = self.pop()
+        ops.mutable_dict(self, self.stack[-ins.arg]).items.update(ops.dict_items(self, other))
+
+    DICT_MERGE = DICT_UPDATE
+
+    def LIST_TO_TUPLE(self, ins: Instr) -> None:
+        self.push(TupleVar(list(self.pop().items)))
+
+    def UNPACK_SEQUENCE(self, ins: Instr) -> None:
+        items = ops.iterate(self, self.pop())
+        if len(items) != ins.arg:
+            self.fail(f"cannot unpack {len(items)} values into {ins.arg}")
+        self.stack.extend(reversed(items))
+
+    def UNPACK_EX(self, ins: Instr) -> None:
+        items = ops.iterate(self, self.pop())
+        before, after = ins.arg & 0xFF, ins.arg >> 8
+        if len(items) < before + after:
+            self.fail("not enough values to unpack")
+        rest = ListVar(items[before:len(items) - after])
+        values = items[:before] + [rest] + items[len(items) - after:]
+        self.stack.extend(reversed(values))
+
+    # -- calls --------------------------------------------------------------------------------
+    def PRECALL(self, ins: Instr) -> None: ...
+
+    def KW_NAMES(self, ins: Instr) -> None:
+        self.kw_names = ins.argval if isinstance(ins.argval, tuple) else self.code.co_consts[ins.arg]
+
+    def CALL(self, ins: Instr) -> None:
+        argc = ins.arg
+        args = self.popn(argc)
+        fn = self.pop()
+        head = self.pop()
+        if head is not NULL:  # [method, self, args...] or [callable, self?]
+            fn, args = head, [fn] + args
+        kw_names, self.kw_names = self.kw_names, ()
+        kwargs = {}
+        if kw_names:
+            kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
+            args = args[: len(args) - len(kw_names)]
+        self.push(calls.call(self, fn, args, kwargs))
+
+    def CALL_FUNCTION_EX(self, ins: Instr) -> None:
+        kwargs_var = self.pop() if ins.arg & 1 else DictVar({})
+        args_var = self.pop()
+        fn = self.pop()
+        if self.stack and self.stack[-1] is NULL:
+            self.pop()
+        args = ops.iterate(self, args_var)
+        kwargs = dict(ops.dict_items(self, kwargs_var))
+        self.push(calls.call(self, fn, args, kwargs))
+
+    def MAKE_FUNCTION(self, ins: Instr) -> None:
+        code_var = self.pop()
+        code = ops.as_const(self, code_var, "a code object")
+        closure: tuple = ()
+        kwdefaults: dict = {}
+        defaults: tuple = ()
+        if ins.arg & 0x08:
+            closure = tuple(self.pop().items)
+        if ins.arg & 0x04:
+            self.pop()  # annotations
+        if ins.arg & 0x02:
+            kwdefaults = dict(self.pop().items)
+        if ins.arg & 0x01:
+            defaults = tuple(ops.iterate(self, self.pop()))
+        self.push(FunctionVar(code, self.globals, code.co_name, defaults, kwdefaults, closure))
+
+    # -- what breaks ----------------------------------------------------------------------------
+    def RAISE_VARARGS(self, ins: Instr) -> None:
+        self.fail("raise statement in captured code")
+
+    def BEFORE_WITH(self, ins: Instr) -> None:
+        self.fail("with-blocks are not supported yet")
+
+    def LOAD_ASSERTION_ERROR(self, ins: Instr) -> None:
+        self.fail("assertion failed at capture time")
+
+    def IMPORT_NAME(self, ins: Instr) -> None:
+        self.fail("import inside the captured function")
+
+
+__all__ = ["BoundMethodVar", "Frame"]

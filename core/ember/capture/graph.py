@@ -1,0 +1,194 @@
+"""The fx graph under construction: placeholders for tensor inputs, torch calls run on fakes.
+
+Each torch call the interpreter meets is run once on fake tensors (shapes, dtypes and strides
+only, no data) to learn its result, and recorded as an fx node. Results that hold no tensor
+(``x.size()``, ``x.dim()``) are metadata of guarded inputs and become constants.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from ..errors import Unsupported
+from .sources import Source
+from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
+
+_FAKE_ERRORS: tuple[type[BaseException], ...]
+try:
+    from torch._subclasses.fake_tensor import (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        UnsupportedOperatorException,
+    )
+
+    _FAKE_ERRORS = (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException)
+except ImportError:  # pragma: no cover - names moved
+    _FAKE_ERRORS = ()
+
+
+def _node_name(source: Source) -> str:
+    name = re.sub(r"[^0-9a-zA-Z_]+", "_", source.describe()).strip("_").lower()
+    return name or "input"
+
+
+class GraphBuilder:
+    """Owns the fx graph, the fake-tensor mode and the list of graph inputs."""
+
+    def __init__(self) -> None:
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode()
+        self.inputs: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
+        self._input_vars: dict[int, TensorVar] = {}
+        self._last_placeholder: torch.fx.Node | None = None
+
+    # -- inputs ---------------------------------------------------------------------------
+    def input_for(self, tensor: torch.Tensor) -> TensorVar | None:
+        """The variable already standing for this exact tensor object, if any."""
+        return self._input_vars.get(id(tensor))
+
+    def add_input(self, source: Source, tensor: torch.Tensor) -> TensorVar:
+        if self._last_placeholder is None:
+            ctx = self.graph.inserting_before(next(iter(self.graph.nodes), None))
+        else:
+            ctx = self.graph.inserting_after(self._last_placeholder)
+        with ctx:
+            node = self.graph.placeholder(_node_name(source))
+        self._last_placeholder = node
+        fake = self.fake_mode.from_tensor(tensor, static_shapes=True)
+        node.meta["example_value"] = fake
+        node.meta["val"] = fake
+        node.meta["source"] = source.describe()
+        var = TensorVar(node, fake, source, type(tensor))
+        self.inputs.append((source, node, tensor))
+        self._input_vars[id(tensor)] = var
+        return var
+
+    # -- calls ----------------------------------------------------------------------------
+    def call(self, kind: str, target: Any, args: tuple[Var, ...], kwargs: dict[str, Var]) -> Var:
+        """Record ``target(*args, **kwargs)`` (``kind`` is call_function or call_method)."""
+        fake_args = tuple(to_fake(a) for a in args)
+        fake_kwargs = {k: to_fake(v) for k, v in kwargs.items()}
+        fakes_in = [t.fake for t in _tensor_vars(args, kwargs)]
+        versions = [f._version for f in fakes_in]
+        try:
+            with self.fake_mode:
+                if kind == "call_method":
+                    result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+                else:
+                    result = target(*fake_args, **fake_kwargs)
+        except _FAKE_ERRORS as exc:
+            raise Unsupported(f"{_target_name(target)} depends on tensor data ({type(exc).__name__})") from exc
+        except Unsupported:
+            raise
+        except Exception as exc:
+            raise Unsupported(f"{_target_name(target)} failed on fake tensors: {type(exc).__name__}: {exc}") from exc
+        if not _has_tensor(result):
+            if any(f._version != v for f, v in zip(fakes_in, versions)):
+                raise Unsupported(f"{_target_name(target)} mutates a tensor and returns no tensor")
+            return ConstVar(result)
+        node_args = tuple(to_arg(a) for a in args)
+        node_kwargs = {k: to_arg(v) for k, v in kwargs.items()}
+        node = self.graph.create_node(kind, target, node_args, node_kwargs)
+        if any(f._version != v for f, v in zip(fakes_in, versions)):
+            node.meta["mutates"] = True
+        return self.wrap_result(node, result)
+
+    def wrap_result(self, node: torch.fx.Node, result: Any) -> Var:
+        node.meta["example_value"] = result
+        if isinstance(result, torch.Tensor):
+            node.meta["val"] = result
+            return TensorVar(node, result)
+        if isinstance(result, (tuple, list)):
+            items: list[Var] = []
+            for i, item in enumerate(result):
+                if _has_tensor(item):
+                    child = self.graph.call_function(operator.getitem, (node, i))
+                    items.append(self.wrap_result(child, item))
+                else:
+                    items.append(ConstVar(item))
+            if isinstance(result, list):
+                return ListVar(items)
+            return TupleVar(items, tuple_type=type(result))
+        raise Unsupported(f"torch call returned an unsupported value of type {type(result).__name__}")
+
+    def output(self, tensors: list[TensorVar]) -> None:
+        self.graph.output(tuple(t.node for t in tensors))
+
+
+def _tensor_vars(args: tuple[Var, ...], kwargs: dict[str, Var]) -> list[TensorVar]:
+    found: list[TensorVar] = []
+
+    def visit(var: Var) -> None:
+        if isinstance(var, TensorVar):
+            found.append(var)
+        elif isinstance(var, (TupleVar, ListVar)):
+            for item in var.items:
+                visit(item)
+        elif isinstance(var, DictVar):
+            for item in var.items.values():
+                visit(item)
+
+    for var in (*args, *kwargs.values()):
+        visit(var)
+    return found
+
+
+_RANDOM_MARKERS = ("rand", "dropout", "bernoulli", "normal", "multinomial", "uniform", "exponential")
+
+
+def remove_dead_nodes(graph: torch.fx.Graph) -> None:
+    """Drop unused nodes that neither mutate a tensor nor draw random numbers."""
+    for node in reversed(list(graph.nodes)):
+        if node.op not in ("call_function", "call_method") or node.users or node.meta.get("mutates"):
+            continue
+        if any(m in _target_name(node.target).lower() for m in _RANDOM_MARKERS):
+            continue
+        graph.erase_node(node)
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, str):
+        return f"Tensor.{target}"
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+    return f"{module}.{name}" if module else name
+
+
+def _has_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_has_tensor(v) for v in value)
+    return False
+
+
+def _convert(var: Var, tensor_fn: Callable[[TensorVar], Any]) -> Any:
+    if isinstance(var, TensorVar):
+        return tensor_fn(var)
+    if isinstance(var, ConstVar):
+        return var.value
+    if isinstance(var, TupleVar):
+        items = tuple(_convert(v, tensor_fn) for v in var.items)
+        if var.tuple_type in (tuple, torch.Size):
+            return items
+        if hasattr(var.tuple_type, "_fields"):
+            return var.tuple_type(*items)
+        return var.tuple_type(items)
+    if isinstance(var, ListVar):
+        return [_convert(v, tensor_fn) for v in var.items]
+    if isinstance(var, DictVar):
+        return {k: _convert(v, tensor_fn) for k, v in var.items.items()}
+    raise Unsupported(f"cannot pass a {type(var).__name__} to a torch function")
+
+
+def to_fake(var: Var) -> Any:
+    return _convert(var, lambda t: t.fake)
+
+
+def to_arg(var: Var) -> Any:
+    return _convert(var, lambda t: t.node)

@@ -1,0 +1,314 @@
+"""Python operators over symbolic values: arithmetic, comparison, indexing, iteration, truth.
+
+Constants are computed for real; anything touching a tensor becomes a graph node through the
+``operator`` function that Python itself would call (``operator.add``, ``operator.getitem``...).
+Containers of symbolic values are handled structurally.
+"""
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..errors import Unsupported
+from .torch_ops import BINARY_OPS, COMPARE_OPS
+from .values import (
+    NULL, BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, TensorVar,
+    TupleVar, Var, contains_tensor,
+)
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+_UNARY = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
+
+
+class NotConstant(Exception):
+    pass
+
+
+def python_value(var: Var) -> Any:
+    """The Python value of a fully constant Var; raises NotConstant otherwise."""
+    if isinstance(var, ConstVar):
+        return var.value
+    if isinstance(var, TupleVar):
+        items = [python_value(v) for v in var.items]
+        if var.tuple_type is tuple:
+            return tuple(items)
+        if hasattr(var.tuple_type, "_fields"):
+            return var.tuple_type(*items)
+        return var.tuple_type(items)
+    if isinstance(var, ListVar):
+        return [python_value(v) for v in var.items]
+    if isinstance(var, DictVar):
+        return {k: python_value(v) for k, v in var.items.items()}
+    raise NotConstant(type(var).__name__)
+
+
+def as_const(frame: "Frame", var: Var, what: str) -> Any:
+    try:
+        return python_value(var)
+    except NotConstant:
+        frame.fail(f"{what} needs a Python value, got a {_kind(var)}")
+
+
+def _kind(var: Var) -> str:
+    return "tensor" if isinstance(var, TensorVar) else type(var).__name__
+
+
+def lift(value: Any) -> Var:
+    """A Python value made during capture (no source) as a Var, containers structurally."""
+    if isinstance(value, list):
+        return ListVar([lift(v) for v in value])
+    if isinstance(value, tuple) and type(value) is tuple:
+        return TupleVar([lift(v) for v in value])
+    return ConstVar(value)
+
+
+def _fold(frame: "Frame", fn: Any, *vars: Var) -> Var:
+    values = [python_value(v) for v in vars]
+    try:
+        return lift(fn(*values))
+    except Exception as exc:
+        frame.fail(f"{getattr(fn, '__name__', fn)} raised {type(exc).__name__}: {exc}")
+        raise
+
+
+def _sequence_items(var: Var) -> list[Var] | None:
+    if isinstance(var, (TupleVar, ListVar)):
+        return var.items
+    if isinstance(var, ConstVar) and isinstance(var.value, (tuple, list)) and not isinstance(var.value, str):
+        return [ConstVar(v) for v in var.value]
+    return None
+
+
+def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
+    op = BINARY_OPS.get(symbol)
+    if op is None:
+        frame.fail(f"binary operator {symbol!r} is not supported")
+    if isinstance(a, TensorVar) or isinstance(b, TensorVar):
+        return frame.state.graph.call("call_function", op, (a, b), {})
+    try:
+        return _fold(frame, op, a, b)
+    except NotConstant:
+        pass
+    # containers holding tensors: +, * and their in-place forms, structurally
+    left, right = _sequence_items(a), _sequence_items(b)
+    base = symbol.rstrip("=")
+    if base == "+" and left is not None and right is not None:
+        if symbol == "+=" and isinstance(a, ListVar):
+            mutable_list(frame, a).items.extend(right)
+            return a
+        return (ListVar if isinstance(a, ListVar) else TupleVar)(list(left) + list(right))
+    if base == "*" and left is not None and isinstance(b, ConstVar) and isinstance(b.value, int):
+        return (ListVar if isinstance(a, ListVar) else TupleVar)(list(left) * b.value)
+    frame.fail(f"operator {symbol!r} on {_kind(a)} and {_kind(b)} is not supported")
+    raise AssertionError
+
+
+def unary(frame: "Frame", name: str, a: Var) -> Var:
+    op = _UNARY[name]
+    if isinstance(a, TensorVar):
+        return frame.state.graph.call("call_function", op, (a,), {})
+    try:
+        return _fold(frame, op, a)
+    except NotConstant:
+        frame.fail(f"unary {name} on a {_kind(a)} is not supported")
+        raise
+
+
+def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
+    op = COMPARE_OPS[symbol]
+    if isinstance(a, TensorVar) or isinstance(b, TensorVar):
+        return frame.state.graph.call("call_function", op, (a, b), {})
+    try:
+        return _fold(frame, op, a, b)
+    except NotConstant:
+        pass
+    if symbol in ("==", "!=") and type(a) is not type(b):
+        return ConstVar((symbol == "!="))
+    if symbol in ("==", "!="):
+        same = a is b
+        if same:
+            return ConstVar(symbol == "==")
+    frame.fail(f"comparison {symbol!r} between {_kind(a)} and {_kind(b)} is not supported")
+    raise AssertionError
+
+
+def is_same(frame: "Frame", a: Var, b: Var) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, ConstVar) and isinstance(b, ConstVar):
+        return a.value is b.value
+    if isinstance(a, ConstVar) or isinstance(b, ConstVar):
+        # a constant is never the same object as a tensor/container built or read by the capture,
+        # except when the constant itself is such a container (read twice from one source)
+        const, other = (a, b) if isinstance(a, ConstVar) else (b, a)
+        if isinstance(const.value, (tuple, list, dict, torch.Tensor)) and other.source is not None:
+            frame.fail("identity test between a constant container and a captured value")
+        return False
+    if isinstance(a, TensorVar) and isinstance(b, TensorVar):
+        return a.node is b.node
+    return False
+
+
+def contains(frame: "Frame", container: Var, item: Var) -> bool:
+    if isinstance(container, DictVar):
+        return as_const(frame, item, "a dict key") in container.items
+    if isinstance(item, TensorVar) or isinstance(container, TensorVar):
+        frame.fail("`in` test involving a tensor depends on tensor data")
+    try:
+        return python_value(item) in python_value(container)
+    except NotConstant:
+        pass
+    items = iterate(frame, container)
+    return any(is_same(frame, item, v) for v in items)
+
+
+def truthy(frame: "Frame", var: Var) -> bool:
+    if isinstance(var, ConstVar):
+        return bool(var.value)
+    if isinstance(var, (TupleVar, ListVar, DictVar)):
+        return len(var.items) > 0
+    if isinstance(var, TensorVar):
+        frame.fail("data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`)")
+    if isinstance(var, (FunctionVar, BoundMethodVar)):
+        return True
+    frame.fail(f"truth value of a {_kind(var)} is not supported")
+    raise AssertionError
+
+
+def make_slice(frame: "Frame", start: Var, stop: Var, step: Var) -> Var:
+    parts = [as_const(frame, v, "a slice bound") for v in (start, stop, step)]
+    return ConstVar(slice(*parts))
+
+
+def _index_arg(frame: "Frame", index: Var) -> Var:
+    return index
+
+
+def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
+    if isinstance(obj, TensorVar):
+        return frame.state.graph.call("call_function", operator.getitem, (obj, _index_arg(frame, index)), {})
+    if isinstance(obj, (TupleVar, ListVar)):
+        key = as_const(frame, index, "a sequence index")
+        if isinstance(key, slice):
+            items = obj.items[key]
+            return ListVar(items) if isinstance(obj, ListVar) else TupleVar(items, tuple_type=_slice_type(obj))
+        try:
+            return obj.items[key]
+        except (IndexError, TypeError) as exc:
+            frame.fail(f"indexing raised {type(exc).__name__}: {exc}")
+    if isinstance(obj, DictVar):
+        key = as_const(frame, index, "a dict key")
+        if key not in obj.items:
+            frame.fail(f"KeyError: {key!r}")
+        return obj.items[key]
+    if isinstance(obj, ConstVar):
+        from .calls import call_dunder
+
+        result = call_dunder(frame, obj, "__getitem__", [index])
+        if result is not None:
+            return result
+        return _fold(frame, operator.getitem, obj, index)
+    frame.fail(f"indexing a {_kind(obj)} is not supported")
+    raise AssertionError
+
+
+def _slice_type(obj: TupleVar) -> type:
+    return torch.Size if obj.tuple_type is torch.Size else tuple
+
+
+def setitem(frame: "Frame", obj: Var, index: Var, value: Var) -> None:
+    if isinstance(obj, TensorVar):
+        frame.state.graph.call("call_function", operator.setitem, (obj, index, value), {})
+        return
+    if isinstance(obj, ListVar):
+        key = as_const(frame, index, "a list index")
+        mutable_list(frame, obj).items[key] = value if not isinstance(key, slice) else iterate(frame, value)
+        return
+    if isinstance(obj, DictVar):
+        mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")] = value
+        return
+    frame.fail(f"item assignment on a {_kind(obj)} is not supported")
+
+
+def delitem(frame: "Frame", obj: Var, index: Var) -> None:
+    if isinstance(obj, ListVar):
+        del mutable_list(frame, obj).items[as_const(frame, index, "a list index")]
+    elif isinstance(obj, DictVar):
+        del mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")]
+    else:
+        frame.fail(f"item deletion on a {_kind(obj)} is not supported")
+
+
+def mutable_list(frame: "Frame", var: Var) -> ListVar:
+    if not isinstance(var, ListVar):
+        frame.fail(f"expected a list, got a {_kind(var)}")
+    if var.source is not None:
+        frame.fail("mutation of a list that exists outside the compiled function (a side effect) is not supported yet")
+    return var
+
+
+def mutable_dict(frame: "Frame", var: Var) -> DictVar:
+    if not isinstance(var, DictVar):
+        frame.fail(f"expected a dict, got a {_kind(var)}")
+    if var.source is not None:
+        frame.fail("mutation of a dict that exists outside the compiled function (a side effect) is not supported yet")
+    return var
+
+
+def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
+    if isinstance(var, DictVar):
+        return list(var.items.items())
+    if isinstance(var, ConstVar) and isinstance(var.value, dict):
+        return [(k, lift(v)) for k, v in var.value.items()]
+    frame.fail(f"expected a mapping, got a {_kind(var)}")
+    raise AssertionError
+
+
+def iterate(frame: "Frame", var: Var) -> list[Var]:
+    """The items a ``for`` loop over ``var`` would see, materialised."""
+    if isinstance(var, (TupleVar, ListVar)):
+        return list(var.items)
+    if isinstance(var, DictVar):
+        return [ConstVar(k) for k in var.items]
+    if isinstance(var, IteratorVar):
+        items = var.items[var.index:]
+        var.index = len(var.items)
+        return list(items)
+    if isinstance(var, TensorVar):
+        if var.fake.dim() == 0:
+            frame.fail("iteration over a 0-d tensor")
+        result = frame.state.graph.call("call_method", "unbind", (var, ConstVar(0)), {})
+        return list(result.items)
+    if isinstance(var, ConstVar):
+        from .calls import call_dunder
+
+        result = call_dunder(frame, var, "__iter__", [])
+        if result is not None:
+            return iterate(frame, result)
+        value = var.value
+        if isinstance(value, (str, bytes, range, tuple, list, dict, set, frozenset, torch.Size)) or hasattr(
+            value, "__next__"
+        ) and type(value).__module__ == "builtins":
+            items = list(value)
+            if any(isinstance(i, torch.Tensor) for i in items):
+                frame.fail("iteration over a constant holding tensors")
+            return [lift(i) for i in items]
+    frame.fail(f"iteration over a {_kind(var)} is not supported")
+    raise AssertionError
+
+
+def get_iter(frame: "Frame", var: Var) -> IteratorVar:
+    if isinstance(var, IteratorVar):
+        return var
+    return IteratorVar(iterate(frame, var))
+
+
+__all__ = [
+    "NULL", "as_const", "binary", "compare", "contains", "contains_tensor", "delitem",
+    "dict_items", "get_iter", "getitem", "is_same", "iterate", "lift", "make_slice",
+    "mutable_dict", "mutable_list", "python_value", "setitem", "truthy", "unary",
+]

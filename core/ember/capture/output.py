@@ -1,0 +1,66 @@
+"""From a finished capture to Python code: the graph's outputs and the rebuilt return value.
+
+The return value of the captured function is a tree of symbolic values. Tensors computed by
+the graph become graph outputs; inputs, constants and containers are rebuilt around them by a
+generated expression, so that the caller gets the same structure eager Python would return
+(the same objects where eager returns inputs unchanged).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..errors import Unsupported
+from .graph import GraphBuilder
+from .sources import Constants
+from .values import ConstVar, DictVar, TensorVar, TupleVar, ListVar, Var
+
+_LITERALS = (bool, int, str, type(None), bytes)
+
+
+class OutputBuilder:
+    """Collects graph outputs while writing the expression that rebuilds a value."""
+
+    def __init__(self, graph: GraphBuilder, consts: Constants) -> None:
+        self.graph = graph
+        self.consts = consts
+        self.outputs: list[TensorVar] = []
+        self._index: dict[torch.fx.Node, int] = {}
+
+    def expr(self, var: Var) -> str:
+        if var.source is not None:  # an input returned as it is: the same object
+            return var.source.expr(self.consts)
+        if isinstance(var, TensorVar):
+            if var.node.op == "placeholder":
+                return next(s for s, n, _ in self.graph.inputs if n is var.node).expr(self.consts)
+            if var.node not in self._index:
+                self._index[var.node] = len(self.outputs)
+                self.outputs.append(var)
+            return f"___o[{self._index[var.node]}]"
+        if isinstance(var, ConstVar):
+            value = var.value
+            if isinstance(value, _LITERALS) or (isinstance(value, float) and math.isfinite(value)):
+                return repr(value)
+            return self.consts.name(value, "r")
+        if isinstance(var, TupleVar):
+            items = "".join(f"{self.expr(v)}, " for v in var.items)
+            if var.tuple_type is tuple:
+                return f"({items})"
+            cls = self.consts.name(var.tuple_type, "T")
+            if hasattr(var.tuple_type, "_fields"):
+                return f"{cls}({items})"
+            return f"{cls}(({items}))"
+        if isinstance(var, ListVar):
+            return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
+        if isinstance(var, DictVar):
+            body = ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in var.items.items())
+            if var.dict_type is dict:
+                return "{" + body + "}"
+            return f"{self.consts.name(var.dict_type, 'D')}({{{body}}})"
+        raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
+
+    def _key(self, key: object) -> str:
+        if isinstance(key, _LITERALS):
+            return repr(key)
+        return self.consts.name(key, "key")

@@ -1,0 +1,146 @@
+"""Sources: where a value the capture read came from, as a Python expression over the frame.
+
+Every input the interpreter reads carries a source. Guards and the generated entry functions
+are Python source code built from these expressions: ``L['x']`` is a local of the compiled
+frame, ``G['cfg']`` a global, and chains such as ``L['self']._modules['lin']._parameters['weight']``
+reach into modules through their dictionaries (faster than ``nn.Module.__getattr__``).
+Objects a guard needs (a globals dict, a closure cell) are referenced by name through a
+:class:`Constants` table that the generated code receives as its namespace.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+class Constants:
+    """Names for Python objects referenced from generated code."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self._by_id: dict[int, str] = {}
+
+    def name(self, value: Any, hint: str = "c") -> str:
+        key = id(value)
+        if key in self._by_id:
+            return self._by_id[key]
+        name = f"___{hint}{len(self.values)}"
+        self.values[name] = value
+        self._by_id[key] = name
+        return name
+
+
+class Source:
+    """Base class: a value reachable from the frame's locals or from a fixed object."""
+
+    def expr(self, consts: Constants) -> str:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """Human-readable form for logs (no constant-table names)."""
+        return self.expr(Constants())
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalSource(Source):
+    name: str
+
+    def expr(self, consts: Constants) -> str:
+        return f"L[{self.name!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalSource(Source):
+    """A global of some function; ``globals_id`` tells which module dict it lives in."""
+
+    globals_dict: Any = dataclasses.field(compare=False, hash=False)
+    name: str = ""
+    globals_id: int = 0
+
+    def expr(self, consts: Constants) -> str:
+        return f"{consts.name(self.globals_dict, 'g')}[{self.name!r}]"
+
+    def describe(self) -> str:
+        return f"G[{self.name!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class CellSource(Source):
+    """The contents of a closure cell of a function that exists outside the capture."""
+
+    cell: Any = dataclasses.field(compare=False, hash=False)
+    name: str = ""
+    cell_id: int = 0
+
+    def expr(self, consts: Constants) -> str:
+        return f"{consts.name(self.cell, 'cell')}.cell_contents"
+
+    def describe(self) -> str:
+        return f"C[{self.name!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstantSource(Source):
+    """A fixed object (a module, a function) that needs no reading from the frame."""
+
+    value: Any = dataclasses.field(compare=False, hash=False)
+    value_id: int = 0
+
+    def expr(self, consts: Constants) -> str:
+        return consts.name(self.value, "k")
+
+    def describe(self) -> str:
+        return f"<{type(self.value).__name__}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    attr: str
+
+    def expr(self, consts: Constants) -> str:
+        return f"{self.base.expr(consts)}.{self.attr}"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}.{self.attr}"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictEntrySource(Source):
+    """``base.<table>[key]``: a module's ``_parameters``/``_buffers``/``_modules`` entry."""
+
+    base: Source
+    table: str
+    key: str
+
+    def expr(self, consts: Constants) -> str:
+        return f"{self.base.expr(consts)}.{self.table}[{self.key!r}]"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}.{self.key}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemSource(Source):
+    """``base[index]`` for tuples, lists and dicts with constant keys."""
+
+    base: Source
+    index: Any
+
+    def expr(self, consts: Constants) -> str:
+        return f"{self.base.expr(consts)}[{self.index!r}]"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}[{self.index!r}]"
+
+
+def global_source(globals_dict: dict, name: str) -> GlobalSource:
+    return GlobalSource(globals_dict, name, id(globals_dict))
+
+
+def cell_source(cell: Any, name: str) -> CellSource:
+    return CellSource(cell, name, id(cell))
+
+
+def constant_source(value: Any) -> ConstantSource:
+    return ConstantSource(value, id(value))

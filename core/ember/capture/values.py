@@ -1,0 +1,150 @@
+"""Symbolic values on the interpreter's stack and in its locals.
+
+- :class:`TensorVar`: a tensor produced or read by the graph (an fx node plus a fake tensor).
+- :class:`ConstVar`: any Python value known at capture time (numbers, strings, modules,
+  functions, classes, dtypes...). Operations on constants are evaluated for real.
+- :class:`TupleVar`, :class:`ListVar`, :class:`DictVar`: containers that may hold tensors.
+- :class:`FunctionVar`: a function created inside the captured code (``MAKE_FUNCTION``).
+- :class:`BoundMethodVar`: ``obj.method`` where the method is Python code to inline.
+- :class:`IteratorVar`: the state of a ``for`` loop over a materialised sequence.
+- :class:`CellVar`: a closure cell created inside the captured code.
+- :data:`NULL`: the NULL marker pushed before callables (``PUSH_NULL`` / ``LOAD_GLOBAL``).
+
+Every value may carry the :class:`~ember.capture.sources.Source` it was read from.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any
+
+import torch
+
+from .sources import Source
+
+
+class Var:
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(eq=False)
+class ConstVar(Var):
+    value: Any
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstVar({self.value!r})"
+
+
+@dataclasses.dataclass(eq=False)
+class TensorVar(Var):
+    node: torch.fx.Node
+    fake: torch.Tensor
+    source: Source | None = None
+    cls: type = torch.Tensor  # the real class of an input (e.g. nn.Parameter)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def __repr__(self) -> str:
+        return f"TensorVar({self.node.name}, {tuple(self.fake.shape)}, {self.fake.dtype})"
+
+
+@dataclasses.dataclass(eq=False)
+class TupleVar(Var):
+    items: list[Var]
+    source: Source | None = None
+    tuple_type: type = tuple  # tuple, torch.Size, or a namedtuple class
+
+    def python_type(self) -> type:
+        return self.tuple_type
+
+
+@dataclasses.dataclass(eq=False)
+class ListVar(Var):
+    items: list[Var]
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return list
+
+
+@dataclasses.dataclass(eq=False)
+class DictVar(Var):
+    items: dict[Any, Var]
+    source: Source | None = None
+    dict_type: type = dict
+
+    def python_type(self) -> type:
+        return self.dict_type
+
+
+@dataclasses.dataclass(eq=False)
+class CellVar(Var):
+    contents: Var | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class FunctionVar(Var):
+    code: types.CodeType
+    globals: dict
+    name: str
+    defaults: tuple[Var, ...] = ()
+    kwdefaults: dict[str, Var] = dataclasses.field(default_factory=dict)
+    closure: tuple[CellVar, ...] = ()
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+
+@dataclasses.dataclass(eq=False)
+class BoundMethodVar(Var):
+    func: Var  # ConstVar(python function) or FunctionVar
+    self_var: Var
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+
+@dataclasses.dataclass(eq=False)
+class IteratorVar(Var):
+    items: list[Var]
+    index: int = 0
+
+    def python_type(self) -> type:
+        return type(iter(()))
+
+    def next(self) -> Var | None:
+        if self.index >= len(self.items):
+            return None
+        item = self.items[self.index]
+        self.index += 1
+        return item
+
+
+class _Null(Var):
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
+
+
+def is_const(*vars: Var) -> bool:
+    return all(isinstance(v, ConstVar) for v in vars)
+
+
+def contains_tensor(var: Var) -> bool:
+    if isinstance(var, TensorVar):
+        return True
+    if isinstance(var, (TupleVar, ListVar)):
+        return any(contains_tensor(v) for v in var.items)
+    if isinstance(var, DictVar):
+        return any(contains_tensor(v) for v in var.items.values())
+    return False

@@ -1,0 +1,84 @@
+"""Small generated functions on the hot path: argument binders and compiled-entry runners.
+
+Generated code is plain Python compiled once per function (binder) or per cache entry
+(runner), so a call of a compiled function costs one binder call, the guard checks, and
+one runner call around the backend's callable.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from .capture.sources import Constants
+
+
+def _exec(src: str, name: str, namespace: dict[str, Any]) -> Callable:
+    exec(compile(src, f"<ember {name}>", "exec"), namespace)
+    fn = namespace[name]
+    fn.__ember_source__ = src
+    return fn
+
+
+def make_binder(fn: Callable) -> Callable[..., dict]:
+    """``bind(*args, **kwargs) -> {param: value}`` with ``fn``'s own signature and defaults."""
+    sig = inspect.signature(fn)
+    params, names, namespace = [], [], {}
+    seen_kwonly_marker = False
+    for i, p in enumerate(sig.parameters.values()):
+        names.append(p.name)
+        default = ""
+        if p.default is not inspect.Parameter.empty:
+            namespace[f"___d{i}"] = p.default
+            default = f"=___d{i}"
+        if p.kind == p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            seen_kwonly_marker = True
+        elif p.kind == p.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+        elif p.kind == p.KEYWORD_ONLY:
+            if not seen_kwonly_marker:
+                params.append("*")
+                seen_kwonly_marker = True
+            params.append(f"{p.name}{default}")
+        else:
+            params.append(f"{p.name}{default}")
+        if p.kind == p.POSITIONAL_ONLY and (
+            i + 1 == len(sig.parameters) or list(sig.parameters.values())[i + 1].kind != p.POSITIONAL_ONLY
+        ):
+            params.append("/")
+    body = ", ".join(f"{n!r}: {n}" for n in names)
+    src = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
+    return _exec(src, "___bind", namespace)
+
+
+def make_eager_caller(fn: Callable) -> Callable[[dict], Any]:
+    """``call(L)``: call ``fn`` with the arguments a binder produced."""
+    sig = inspect.signature(fn)
+    parts = []
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            parts.append(f"*L[{p.name!r}]")
+        elif p.kind == p.VAR_KEYWORD:
+            parts.append(f"**L[{p.name!r}]")
+        elif p.kind == p.KEYWORD_ONLY:
+            parts.append(f"{p.name}=L[{p.name!r}]")
+        else:
+            parts.append(f"L[{p.name!r}]")
+    src = f"def ___call_eager(L):\n    return ___fn({', '.join(parts)})\n"
+    return _exec(src, "___call_eager", {"___fn": fn})
+
+
+def make_runner(
+    compiled: Callable | None,
+    input_exprs: list[str],
+    return_expr: str,
+    consts: Constants,
+) -> Callable[[dict], Any]:
+    """``run(L)``: gather the graph inputs, call the compiled graph, rebuild the result."""
+    namespace: dict[str, Any] = dict(consts.values)
+    lines = ["def ___run(L):"]
+    if compiled is not None:
+        namespace["___compiled"] = compiled
+        lines.append(f"    ___o = ___compiled({', '.join(input_exprs)})")
+    lines.append(f"    return {return_expr}")
+    return _exec("\n".join(lines) + "\n", "___run", namespace)

@@ -1,0 +1,196 @@
+"""A compiled function: its cache of guarded entries, and what happens on a miss.
+
+Hot path: bind the arguments, try each entry's guard (newest first), run the first that
+passes. On a miss: capture the function, hand the graph to the backend, build an entry from
+the guards and the generated runner. Capture failures become an eager entry guarded by what
+the capture read before failing, so they are paid once; with ``fullgraph=True`` they raise.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import types
+import warnings
+import weakref
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from . import config
+from .capture import capture
+from .codegen import make_binder, make_eager_caller, make_runner
+from .errors import BackendCompilerFailed, Unsupported
+
+log_recompiles = logging.getLogger("ember.recompiles")
+log_breaks = logging.getLogger("ember.graph_breaks")
+log_graph = logging.getLogger("ember.graph")
+log_guards = logging.getLogger("ember.guards")
+log_fallback = logging.getLogger("ember.fallback")
+
+_ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+
+
+class Entry(NamedTuple):
+    guard: Callable[[dict], bool]
+    run: Callable[[dict], Any]
+    reasons: Callable[[dict], list[str]]
+    graph_module: torch.fx.GraphModule | None
+    guard_descriptions: list[str]
+
+
+def format_unsupported(exc: Unsupported) -> str:
+    """``reason`` plus the user stack, outermost frame first, with source lines."""
+    lines = [str(exc)]
+    for filename, line, name, source_line in reversed(getattr(exc, "user_stack", [])):
+        lines.append(f'  File "{filename}", line {line}, in {name}')
+        if source_line:
+            lines.append(f"    {source_line}")
+    return "\n".join(lines)
+
+
+class CompiledFunction:
+    """Compilation state of one Python function under one backend configuration."""
+
+    def __init__(self, fn: types.FunctionType, backend: "BackendChoice", fullgraph: bool) -> None:
+        self.fn = fn
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.entries: list[Entry] = []
+        self.bind = make_binder(fn)
+        self.call_eager = make_eager_caller(fn)
+        self.lock = threading.RLock()
+        self.limit_warned = False
+        self.compile_times: list[float] = []
+        self.fallback_reasons: list[str] = []
+        _ALL.add(self)
+
+    @property
+    def name(self) -> str:
+        code = self.fn.__code__
+        return f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+
+    def reset(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.limit_warned = False
+
+    def miss(self, L: dict) -> Any:
+        with self.lock:
+            for entry in self.entries:  # another thread may have compiled it meanwhile
+                if entry.guard(L):
+                    return entry.run(L)
+            if len(self.entries) >= config.cache_size_limit:
+                if not self.limit_warned:
+                    self.limit_warned = True
+                    warnings.warn(
+                        f"ember: {self.name} was recompiled {len(self.entries)} times "
+                        f"(cache_size_limit={config.cache_size_limit}); it now runs eagerly. "
+                        f"Last reason: {'; '.join(self.entries[0].reasons(L)) or 'unknown'}",
+                        stacklevel=3,
+                    )
+                return self.call_eager(L)
+            if self.entries and log_recompiles.isEnabledFor(logging.INFO):
+                reasons = self.entries[0].reasons(L)
+                log_recompiles.info("recompiling %s: %s", self.name, "; ".join(reasons) or "no guard failed")
+            entry = self._compile(L)
+            self.entries.insert(0, entry)
+            return entry.run(L)
+
+    def _compile(self, L: dict) -> Entry:
+        start = time.perf_counter()
+        try:
+            cap = capture(self.fn, L)
+        except Unsupported as exc:
+            return self._fallback_entry(exc)
+        gm = cap.graph_module
+        compiled = None
+        if gm is not None:
+            if log_graph.isEnabledFor(logging.INFO):
+                log_graph.info("graph of %s:\n%s", self.name, gm.print_readable(print_output=False))
+            compiled = self.backend.compile(gm, cap.example_inputs)
+        runner = make_runner(compiled, [s.expr(cap.consts) for s in cap.input_sources], cap.return_expr, cap.consts)
+        guard, reasons = cap.guards.compile()
+        if log_guards.isEnabledFor(logging.INFO):
+            log_guards.info("guards of %s:\n  %s", self.name, "\n  ".join(cap.guards.describe()))
+        self.compile_times.append(time.perf_counter() - start)
+        return Entry(guard, runner, reasons, gm, cap.guards.describe())
+
+    def _fallback_entry(self, exc: Unsupported) -> Entry:
+        message = format_unsupported(exc)
+        if self.fullgraph:
+            raise Unsupported(f"ember could not capture {self.name} as one graph (fullgraph=True):\n{message}") from exc
+        self.fallback_reasons.append(message)
+        log_breaks.info("%s runs eagerly: %s", self.name, message)
+        if config.warn_on_fallback:
+            warnings.warn(f"ember: {self.name} runs eagerly: {message}", stacklevel=4)
+        guards = exc.guards
+        guard, reasons = guards.compile()
+        return Entry(guard, self.call_eager, reasons, None, guards.describe())
+
+
+class BackendChoice:
+    """A resolved backend plus the options given to ``ember.compile``."""
+
+    def __init__(self, name: str, compiler: Callable, accepts_options: bool, mode: str | None,
+                 options: dict | None) -> None:
+        self.name = name
+        self.compiler = compiler
+        self.accepts_options = accepts_options
+        self.mode = mode
+        self.options = dict(options or {})
+
+    def compile(self, gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]) -> Callable:
+        try:
+            if self.accepts_options:
+                compiled = self.compiler(gm, example_inputs, mode=self.mode, options=self.options)
+            else:
+                compiled = self.compiler(gm, example_inputs)
+            if not callable(compiled):
+                raise TypeError(f"backend returned {type(compiled).__name__}, not a callable")
+            return compiled
+        except Exception as exc:
+            if not config.suppress_errors:
+                raise BackendCompilerFailed(f"backend {self.name!r} failed: {type(exc).__name__}: {exc}") from exc
+            warnings.warn(
+                f"ember: backend {self.name!r} failed to compile a graph ({type(exc).__name__}: {exc}); "
+                "running that graph eagerly", stacklevel=5,
+            )
+            log_fallback.info("backend %s failed", self.name, exc_info=True)
+            return gm.forward
+
+
+def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = False) -> Callable:
+    """The function users call: binder, guards, runner; the miss path on the slow side."""
+    entries = cf.entries
+    bind = cf.bind
+    miss = cf.miss
+
+    if has_self:
+        def compiled_method(*args: Any, **kwargs: Any) -> Any:
+            L = bind(bound_self, *args, **kwargs)
+            for entry in entries:
+                if entry.guard(L):
+                    return entry.run(L)
+            return miss(L)
+
+        wrapper = compiled_method
+    else:
+        def compiled_function(*args: Any, **kwargs: Any) -> Any:
+            L = bind(*args, **kwargs)
+            for entry in entries:
+                if entry.guard(L):
+                    return entry.run(L)
+            return miss(L)
+
+        wrapper = compiled_function
+    wrapper.__wrapped__ = cf.fn  # type: ignore[attr-defined]
+    wrapper.__ember__ = cf  # type: ignore[attr-defined]
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(wrapper, attr, getattr(cf.fn, attr))
+    return wrapper
+
+
+def reset_all() -> None:
+    for cf in list(_ALL):
+        cf.reset()

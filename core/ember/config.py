@@ -1,0 +1,14 @@
+"""Settings users may change at run time, e.g. ``ember.config.cache_size_limit = 16``."""
+from __future__ import annotations
+
+import os
+
+#: Compiled entries kept per function; beyond it the function runs eagerly (one warning).
+cache_size_limit: int = int(os.environ.get("EMBER_CACHE_SIZE_LIMIT", "8"))
+
+#: When a backend raises while compiling: True runs the graph eagerly with one warning,
+#: False raises BackendCompilerFailed (useful while debugging a backend).
+suppress_errors: bool = os.environ.get("EMBER_SUPPRESS_ERRORS", "1") != "0"
+
+#: Print a warning (not just a log record) when capture falls back to eager.
+warn_on_fallback: bool = True

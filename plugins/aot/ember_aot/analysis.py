@@ -1,0 +1,167 @@
+"""Runs the captured torch-level graph once on fake tensors to learn what eager would do.
+
+The result (``GraphAnalysis``) says, with no real computation:
+- which inputs the graph mutates (their version counter moved) and whether that is something
+  the runtime can replay (data mutation of an input that does not take part in autograd);
+- for every output: whether it requires grad, and whether it aliases an input or another
+  output. Aliased outputs are not produced by the compiled graph; the runtime regenerates them
+  as views (of the real input, or of one "base" tensor the compiled graph returns), so callers
+  observe the same aliasing as in eager.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import torch
+import torch.fx
+from torch._subclasses import FakeTensorMode
+from torch.utils import _pytree as pytree
+
+from .errors import AOTUnsupported
+
+# How an output of the user graph is produced at run time.
+GRAPH = "graph"            # an output of the compiled graph
+INPUT_ALIAS = "input"      # a view of (or the very same tensor as) a graph input
+BASE_ALIAS = "base"        # a view of a base tensor the compiled graph returns
+CONSTANT = "constant"      # not a tensor: returned as traced
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Size, stride and storage offset relative to the tensor the view is regenerated from."""
+
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputInfo:
+    kind: str
+    requires_grad: bool = False
+    source: int = -1              # INPUT_ALIAS: position in the flat args; BASE_ALIAS: group id
+    identity: bool = False        # the output is the source tensor itself
+    layout: Layout | None = None  # views: how to regenerate from the source; GRAPH: own layout
+    dtype: torch.dtype | None = None
+    value: Any = None             # CONSTANT: the value
+
+
+@dataclasses.dataclass
+class GraphAnalysis:
+    outputs: list[OutputInfo]
+    out_spec: pytree.TreeSpec
+    mutated_inputs: list[int]             # positions in the flat args
+    base_groups: list[list[int]]          # output positions sharing one intermediate base
+    base_requires_grad: list[bool]
+    base_layouts: list[Layout]            # expected layout of each base (checked at run time)
+    base_dtypes: list[torch.dtype]
+    grad_enabled: bool
+
+    @property
+    def graph_outputs(self) -> list[int]:
+        """Positions of the user outputs the compiled graph produces (in that order)."""
+        return [k for k, o in enumerate(self.outputs) if o.kind == GRAPH]
+
+    @property
+    def produced(self) -> list[tuple[bool, Layout, torch.dtype]]:
+        """(requires_grad, layout, dtype) of each tensor the graph produces: outputs, then bases."""
+        outs = [(o.requires_grad, o.layout, o.dtype) for o in self.outputs if o.kind == GRAPH]
+        return outs + list(zip(self.base_requires_grad, self.base_layouts, self.base_dtypes))
+
+    @property
+    def needs_autograd(self) -> bool:
+        """True when the compiled graph must support backward (some produced tensor needs grad)."""
+        return self.grad_enabled and any(rg for rg, _, _ in self.produced)
+
+
+def fake_like(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
+    """A fresh fake leaf with ``t``'s size, stride, dtype, device and requires_grad."""
+    with mode:
+        fake = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+    if t.requires_grad:
+        fake.requires_grad_(True)
+    return fake
+
+
+def _storage_id(t: torch.Tensor) -> int:
+    return t.untyped_storage()._cdata
+
+
+def _layout(t: torch.Tensor, source: torch.Tensor) -> Layout:
+    return Layout(tuple(t.size()), tuple(t.stride()), t.storage_offset() - source.storage_offset())
+
+
+def analyze(
+    gm: torch.fx.GraphModule, args: Sequence[Any], mode: FakeTensorMode, grad_enabled: bool
+) -> GraphAnalysis:
+    """Run ``gm`` on fakes of ``args`` under ``mode`` with grad mode ``grad_enabled``."""
+    fakes = [fake_like(mode, a) if isinstance(a, torch.Tensor) else a for a in args]
+    tensors = {i: f for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
+    versions = {i: f._version for i, f in tensors.items()}
+    layouts = {i: (f.size(), f.stride(), f.storage_offset()) for i, f in tensors.items()}
+    with mode, torch.set_grad_enabled(grad_enabled):
+        result = gm(*fakes)
+    flat, spec = pytree.tree_flatten(result)
+
+    mutated = []
+    for i, f in tensors.items():
+        if (f.size(), f.stride(), f.storage_offset()) != layouts[i]:
+            raise AOTUnsupported(f"the graph changes the metadata (shape/stride) of input {i}")
+        if f._version != versions[i]:
+            if f.requires_grad and grad_enabled:
+                raise AOTUnsupported(f"in-place mutation of input {i}, which requires grad")
+            mutated.append(i)
+
+    storage_to_input = {}
+    for i, f in tensors.items():
+        storage_to_input.setdefault(_storage_id(f), i)
+    by_storage: dict[int, list[int]] = {}
+    for k, o in enumerate(flat):
+        if isinstance(o, torch.Tensor) and _storage_id(o) not in storage_to_input:
+            by_storage.setdefault(_storage_id(o), []).append(k)
+    groups = [ks for ks in by_storage.values() if len(ks) > 1]
+    group_of = {k: g for g, ks in enumerate(groups) for k in ks}
+
+    bases = []
+    for ks in groups:
+        first = flat[ks[0]]
+        base = first._base if first._base is not None else first
+        for k in ks:
+            o = flat[k]
+            if (o._base if o._base is not None else o) is not base or o.dtype != base.dtype:
+                raise AOTUnsupported("outputs alias each other through different bases or dtypes")
+        bases.append(base)
+
+    outputs = []
+    for k, o in enumerate(flat):
+        if not isinstance(o, torch.Tensor):
+            if isinstance(o, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                raise AOTUnsupported("symbolic scalar outputs")
+            outputs.append(OutputInfo(CONSTANT, value=o))
+        elif _storage_id(o) in storage_to_input:
+            j = storage_to_input[_storage_id(o)]
+            src = fakes[j]
+            if o.dtype != src.dtype:
+                raise AOTUnsupported(f"output {k} is a dtype view of input {j}")
+            outputs.append(
+                OutputInfo(INPUT_ALIAS, o.requires_grad, j, o is src, _layout(o, src), o.dtype)
+            )
+        elif k in group_of:
+            g = group_of[k]
+            base = bases[g]
+            outputs.append(
+                OutputInfo(BASE_ALIAS, o.requires_grad, g, o is base, _layout(o, base), o.dtype)
+            )
+        else:
+            outputs.append(OutputInfo(GRAPH, o.requires_grad, layout=_layout(o, o), dtype=o.dtype))
+    return GraphAnalysis(
+        outputs=outputs,
+        out_spec=spec,
+        mutated_inputs=mutated,
+        base_groups=groups,
+        base_requires_grad=[b.requires_grad for b in bases],
+        base_layouts=[Layout(tuple(b.size()), tuple(b.stride()), b.storage_offset()) for b in bases],
+        base_dtypes=[b.dtype for b in bases],
+        grad_enabled=grad_enabled,
+    )

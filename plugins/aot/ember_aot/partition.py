@@ -1,0 +1,162 @@
+"""Partitioners: split a joint forward+backward graph into a forward and a backward graph.
+
+Both take ``(joint_gm, joint_inputs, *, num_fwd_outputs)`` and return ``(fw_gm, bw_gm)``:
+- ``fw_gm(*primals) -> (*forward_outputs, *saved)``;
+- ``bw_gm(*saved, *tangents) -> (*gradients)``.
+
+``save_all_partition`` computes everything that does not depend on a tangent in the forward and
+saves every such value the backward reads. ``min_cut_partition`` (the default) chooses what to
+save by a minimum s-t cut: each candidate node is split into an in/out pair joined by an edge
+weighing the bytes it would cost to save; nodes that are expensive (matmul, convolution,
+reductions...) or random (dropout) are pinned to the forward, cheap pointwise and view ops may
+be recomputed in the backward. The cut is the cheapest set of values that separates what the
+forward computes from what the backward needs. Random ops are never recomputed, so dropout's
+backward uses the forward's mask.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import operator
+from typing import Sequence
+
+import networkx as nx
+import torch
+import torch.fx
+
+from .graph_utils import JointParts, ancestors, extract, is_view, node_bytes
+
+log = logging.getLogger("ember.aot")
+aten = torch.ops.aten
+
+Partition = tuple[torch.fx.GraphModule, torch.fx.GraphModule]
+
+# Cheap non-pointwise ops that the min-cut partitioner may recompute in the backward.
+_CHEAP = {
+    aten.full.default,
+    aten.full_like.default,
+    aten.zeros.default,
+    aten.zeros_like.default,
+    aten.ones.default,
+    aten.ones_like.default,
+    aten.scalar_tensor.default,
+    aten.arange.default,
+    aten.arange.start,
+    aten.arange.start_step,
+    aten._to_copy.default,
+    aten.clone.default,
+    aten.lift_fresh_copy.default,
+}
+
+
+def _build(joint: torch.fx.GraphModule, parts: JointParts, saved: list[torch.fx.Node]) -> Partition:
+    fw = extract(joint, parts.primals, parts.fwd_outputs + saved)
+    bw = extract(joint, saved + parts.tangents, parts.grads)
+    return fw, bw
+
+
+def _ordered(joint: torch.fx.GraphModule, nodes: set[torch.fx.Node]) -> list[torch.fx.Node]:
+    return [n for n in joint.graph.nodes if n in nodes]
+
+
+def save_all_partition(
+    joint: torch.fx.GraphModule,
+    joint_inputs: Sequence[torch.Tensor],
+    *,
+    num_fwd_outputs: int,
+) -> Partition:
+    """Forward = everything tangent-independent; save every such value the backward reads."""
+    parts = JointParts.of(joint, num_fwd_outputs)
+    dep = parts.tangent_dependent
+    backward = ancestors(parts.grads, stop=set(parts.tangents)) & dep
+    saved = set()
+    for n in backward:
+        saved.update(a for a in n.all_input_nodes if a not in dep and a.op != "get_attr")
+    saved.update(g for g in parts.grads if g not in dep)
+    return _build(joint, parts, _ordered(joint, saved))
+
+
+def is_random(node: torch.fx.Node) -> bool:
+    """Ops that draw random numbers (never recomputed)."""
+    target = node.target
+    return isinstance(target, torch._ops.OpOverload) and (
+        torch.Tag.nondeterministic_seeded in target.tags
+    )
+
+
+def is_recomputable(node: torch.fx.Node) -> bool:
+    """Cheap, deterministic ops the backward may recompute instead of saving their result."""
+    if node.op == "get_attr":
+        return True
+    if node.op != "call_function" or is_random(node):
+        return False
+    if node.target is operator.getitem or is_view(node):
+        return True
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    return torch.Tag.pointwise in target.tags or target in _CHEAP
+
+
+def _weight(node: torch.fx.Node) -> float:
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return math.inf  # tuples and non-tensors cannot be saved
+    return float(node_bytes(node))
+
+
+def min_cut_partition(
+    joint: torch.fx.GraphModule,
+    joint_inputs: Sequence[torch.Tensor],
+    *,
+    num_fwd_outputs: int,
+) -> Partition:
+    """Save the fewest bytes between forward and backward; recompute cheap ops in the backward."""
+    parts = JointParts.of(joint, num_fwd_outputs)
+    dep = parts.tangent_dependent
+    needed_bw = ancestors(parts.grads, stop=set(parts.tangents))
+    grads = set(parts.grads)
+    flow = nx.DiGraph()
+    flow.add_node("source")
+    flow.add_node("sink")
+    for n in joint.graph.nodes:
+        if n.op == "output":
+            continue
+        n_in, n_out = n.name + "_in", n.name + "_out"
+        if n in dep:
+            if n in needed_bw:
+                flow.add_edge(n_in, "sink", capacity=math.inf)
+            continue
+        if n.op == "placeholder" or not is_recomputable(n):
+            flow.add_edge("source", n_in, capacity=math.inf)
+        if n in grads:
+            flow.add_edge(n_out, "sink", capacity=math.inf)
+        flow.add_edge(n_in, n_out, capacity=_weight(n))
+        for user in n.users:
+            if user.op != "output":
+                flow.add_edge(n_out, user.name + "_in", capacity=math.inf)
+    try:
+        cut, (reachable, _) = nx.minimum_cut(flow, "source", "sink")
+    except nx.NetworkXUnbounded:
+        cut = math.inf
+    if cut == math.inf:
+        log.debug("min-cut found no finite cut; saving everything the backward reads")
+        return save_all_partition(joint, joint_inputs, num_fwd_outputs=num_fwd_outputs)
+    saved = {
+        n
+        for n in joint.graph.nodes
+        if n.op not in ("output", "get_attr")
+        and n not in dep
+        and n.name + "_in" in reachable
+        and n.name + "_out" not in reachable
+        and (n.name + "_out") in flow
+    }
+    return _build(joint, parts, _ordered(joint, saved))
+
+
+def saved_bytes(fw_gm: torch.fx.GraphModule, num_fwd_outputs: int) -> int:
+    """Activation bytes a forward graph hands to the backward (inputs and their views are free)."""
+    output = next(n for n in reversed(fw_gm.graph.nodes) if n.op == "output")
+    saved = list(output.args[0])[num_fwd_outputs:]
+    unique = {n for n in saved if isinstance(n, torch.fx.Node)}
+    return sum(node_bytes(n) for n in unique)

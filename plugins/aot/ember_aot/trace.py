@@ -1,0 +1,261 @@
+"""Traces the torch-level graph to a functional aten graph with make_fx under fake tensors.
+
+Two entry points:
+- ``trace_inference``: forward only, traced through ``torch.func.functionalize``.
+- ``trace_joint``: forward and backward together. The captured graph runs under real autograd
+  (on fake tensors), ``torch.autograd.grad`` produces the backward, and make_fx records both as
+  one straight-line aten program. That program is then traced again through
+  ``torch.func.functionalize`` (functorch's functionalize cannot host autograd itself).
+  Running the user's graph under autograd, rather than an already-lowered copy, keeps
+  ``torch.no_grad()`` regions and ``detach()`` inside the graph exact.
+
+Both return a ``TracedGraph`` whose module has flat tensor placeholders ``primals_*`` (the
+tensor inputs, in order) and, for the joint, ``tangents_*``; its outputs are, in order: the new
+values of mutated inputs (functionalization's trailing ``copy_`` into an input, turned into an
+output), the tensors the user graph produces (see ``GraphAnalysis.produced``), then for the
+joint the non-None gradients of the primals.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import torch
+import torch.fx
+from torch._subclasses import FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils import _pytree as pytree
+
+from .analysis import GraphAnalysis, fake_like
+from .decompositions import DecompositionTable
+from .errors import AOTUnsupported
+
+aten = torch.ops.aten
+
+
+@dataclasses.dataclass
+class TracedGraph:
+    gm: torch.fx.GraphModule
+    mutated_inputs: list[int]   # primal index of each leading mutation output
+    num_fwd_outputs: int        # mutation outputs + produced tensors
+    diff_outputs: list[int]     # forward-output indices that receive a tangent
+    tangent_layouts: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype]]
+    grad_inputs: list[int]      # primal index of each gradient output
+    inputs_mutated_in_graph: list[int] = dataclasses.field(default_factory=list)
+
+
+class _Calls:
+    """Binds the user graph's non-tensor arguments so traced functions take tensors only."""
+
+    def __init__(self, gm: torch.fx.GraphModule, args: Sequence[Any], analysis: GraphAnalysis):
+        self.gm = gm
+        self.args = list(args)
+        self.tensor_pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        self.analysis = analysis
+
+    def produced(self, primals: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        full = list(self.args)
+        for i, p in zip(self.tensor_pos, primals):
+            full[i] = p
+        flat = pytree.tree_leaves(self.gm(*full))
+        outs = [flat[k] for k in self.analysis.graph_outputs]
+        for group in self.analysis.base_groups:
+            first = flat[group[0]]
+            outs.append(first._base if first._base is not None else first)
+        return outs
+
+
+def _fakes(mode: FakeTensorMode, calls: _Calls, keep_grad: bool) -> list[torch.Tensor]:
+    out = []
+    for i in calls.tensor_pos:
+        t = calls.args[i]
+        out.append(fake_like(mode, t if keep_grad else t.detach()))
+    return out
+
+
+def trace_inference(
+    gm: torch.fx.GraphModule,
+    args: Sequence[Any],
+    analysis: GraphAnalysis,
+    decompositions: DecompositionTable,
+    mode: FakeTensorMode,
+    keep_input_mutations: bool = False,
+) -> TracedGraph:
+    """Trace the forward of ``gm`` alone (no autograd) to a functional aten graph."""
+    calls = _Calls(gm, args, analysis)
+
+    def forward(primals):
+        return calls.produced(primals)
+
+    primals = _fakes(mode, calls, keep_grad=False)
+    with mode, torch.no_grad():
+        traced = make_fx(
+            torch.func.functionalize(forward, remove="mutations"),
+            decomposition_table=decompositions,
+        )(primals)
+    return _finalize(traced, calls, len(primals), 0, keep_input_mutations)
+
+
+def trace_joint(
+    gm: torch.fx.GraphModule,
+    args: Sequence[Any],
+    analysis: GraphAnalysis,
+    decompositions: DecompositionTable,
+    mode: FakeTensorMode,
+) -> TracedGraph:
+    """Trace forward and backward of ``gm`` into one functional aten graph."""
+    calls = _Calls(gm, args, analysis)
+    produced = analysis.produced
+    diff = [k for k, (rg, _, _) in enumerate(produced) if rg]
+    tangent_layouts = [
+        (lay.size, _tangent_stride(lay.size, lay.stride), dt)
+        for k, (_, lay, dt) in enumerate(produced)
+        if k in diff
+    ]
+    primals = _fakes(mode, calls, keep_grad=True)
+    wrt = [j for j, p in enumerate(primals) if p.requires_grad]
+    with mode:
+        tangents = [torch.empty_strided(s, st, dtype=dt) for s, st, dt in tangent_layouts]
+    grad_mask: list[bool] = []
+
+    def joint(primals, tangents):
+        with torch.enable_grad():
+            outs = calls.produced(primals)
+            diff_outs = [outs[k] for k in diff]
+            inputs = [primals[j] for j in wrt]
+            if diff_outs and inputs:
+                grads = torch.autograd.grad(diff_outs, inputs, tangents, allow_unused=True)
+            else:
+                grads = [None] * len(inputs)
+        grad_mask[:] = [g is not None for g in grads]
+        return list(outs) + [g for g in grads if g is not None]
+
+    with mode:
+        first = make_fx(joint, decomposition_table=decompositions)(primals, tangents)
+
+        def joint_again(primals, tangents):
+            return first(primals, tangents)
+
+        plain = [fake_like(mode, p.detach()) for p in primals]
+        traced = make_fx(
+            torch.func.functionalize(joint_again, remove="mutations"),
+            decomposition_table=decompositions,
+        )(plain, tangents)
+    result = _finalize(traced, calls, len(primals), len(tangents), False)
+    result.diff_outputs = [len(result.mutated_inputs) + k for k in diff]
+    result.tangent_layouts = tangent_layouts
+    result.grad_inputs = [j for j, keep in zip(wrt, grad_mask) if keep]
+    return result
+
+
+def _tangent_stride(size: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:
+    """The output's stride when it is dense (contiguous or channels-last), else contiguous."""
+    contiguous = []
+    acc = 1
+    for s in reversed(size):
+        contiguous.append(acc)
+        acc *= max(s, 1)
+    contiguous = tuple(reversed(contiguous))
+    if len(size) == 4:
+        n, c, h, w = size
+        channels_last = (h * w * c, 1, w * c, c)
+        if _same_stride(size, stride, channels_last):
+            return stride
+    return stride if _same_stride(size, stride, contiguous) else contiguous
+
+
+def _same_stride(size, stride, expected) -> bool:
+    return all(s == 1 or a == b for s, a, b in zip(size, stride, expected))
+
+
+def _is_mutable(node: torch.fx.Node) -> bool:
+    target = node.target
+    return isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable
+
+
+def _finalize(
+    traced: torch.fx.GraphModule,
+    calls: _Calls,
+    num_primals: int,
+    num_tangents: int,
+    keep_input_mutations: bool,
+) -> TracedGraph:
+    """Turn trailing ``copy_`` into inputs into outputs, drop ``detach``, flatten the module."""
+    graph = traced.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == num_primals + num_tangents
+    primal_index = {n: j for j, n in enumerate(placeholders[:num_primals])}
+    output_node = next(n for n in graph.nodes if n.op == "output")
+    outs = list(pytree.tree_leaves(output_node.args[0]))
+
+    mutations: dict[int, torch.fx.Node] = {}
+    in_graph: list[int] = []
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target is aten.detach.default:
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+        elif node.target is aten.copy_.default and node.args[0] in primal_index:
+            j = primal_index[node.args[0]]
+            if j in mutations or j in in_graph:
+                raise AOTUnsupported(f"input {j} written back twice by functionalization")
+            if keep_input_mutations:
+                in_graph.append(j)
+            else:
+                mutations[j] = node.args[1]
+                graph.erase_node(node)
+        elif _is_mutable(node) and not keep_input_mutations:
+            raise AOTUnsupported(f"mutating op {node.target} survived functionalization")
+
+    expected = {calls.tensor_pos.index(i) for i in calls.analysis.mutated_inputs}
+    missing = expected - set(mutations) - set(in_graph)
+    if missing:
+        raise AOTUnsupported(f"mutation of inputs {sorted(missing)} not seen by functionalization")
+    if num_tangents:
+        _check_forward_only(list(mutations.values()), placeholders[num_primals:])
+
+    order = sorted(mutations)
+    new_outs = [mutations[j] for j in order] + outs
+    gm = _flat_module(traced, placeholders, new_outs)
+    return TracedGraph(
+        gm=gm,
+        mutated_inputs=order,
+        num_fwd_outputs=len(order) + len(calls.analysis.produced),
+        diff_outputs=[],
+        tangent_layouts=[],
+        grad_inputs=[],
+        inputs_mutated_in_graph=in_graph,
+    )
+
+
+def _check_forward_only(nodes: list[torch.fx.Node], tangents: list[torch.fx.Node]) -> None:
+    """Input mutations must be computable in the forward (not depend on any tangent)."""
+    seen: set[torch.fx.Node] = set()
+    stack = list(nodes)
+    tangent_set = set(tangents)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in tangent_set:
+            raise AOTUnsupported("an input is mutated by the backward pass")
+        stack.extend(n.all_input_nodes)
+
+
+def _flat_module(
+    root: torch.fx.GraphModule, placeholders: list[torch.fx.Node], outputs: list[torch.fx.Node]
+) -> torch.fx.GraphModule:
+    """Copy ``root``'s graph into one with plain (non-pytree) codegen and a tuple output."""
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in root.graph.nodes:
+        if node.op == "output":
+            continue
+        env[node] = graph.node_copy(node, lambda n: env[n])
+    graph.output(tuple(env[n] for n in outputs))
+    graph.eliminate_dead_code()
+    gm = torch.fx.GraphModule(root, graph)
+    gm.recompile()
+    return gm

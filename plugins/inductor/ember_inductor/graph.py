@@ -1,0 +1,198 @@
+"""Lowering of an aten fx graph into the loop IR.
+
+Walks the graph node by node: ops with a lowering become IR (inlined into consumers until
+realized), every other op becomes an :class:`~ir.ExternKernel` calling its aten kernel. The
+result is the list of operations (computed buffers and extern kernels, in program order), the
+graph inputs and the graph outputs.
+"""
+from __future__ import annotations
+
+import logging
+import operator
+from typing import Any, Sequence
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+from . import indexing, ir
+from .lowering import LOWERINGS, NotLowerable
+
+log = logging.getLogger("ember.inductor")
+aten = torch.ops.aten
+
+#: Ops run by aten even though they could be written as loops: vendor libraries do them better.
+EXTERN_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default,
+              aten.convolution.default, aten.convolution_backward.default,
+              aten._scaled_dot_product_flash_attention_for_cpu.default,
+              aten._scaled_dot_product_efficient_attention.default}
+
+#: A value read by several consumers is recomputed in each of them when cheaper than this.
+INLINE_MAX_OPS = 24
+INLINE_MAX_LOADS = 3
+
+
+class GraphLowering:
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        self.gm = gm
+        self.operations: list[Any] = []  # ComputedBuffer | ExternKernel, in program order
+        self.inputs: list[Any] = []  # InputBuffer or None (non-tensor input)
+        self.outputs: list[Any] = []  # IR nodes (realized) or Python values
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.names: dict[str, Any] = {}
+        self.fallback_ops: list[str] = []
+        self._counter = 0
+        self._current_node: torch.fx.Node | None = None
+
+    # -- buffers -------------------------------------------------------------------------
+    def _new_name(self, prefix: str) -> str:
+        name = f"{prefix}{self._counter}"
+        self._counter += 1
+        return name
+
+    def new_computed_buffer(self, data: "ir.Pointwise | ir.Reduction", stride: Sequence[int] | None
+                            ) -> ir.ComputedBuffer:
+        size = [int(s) for s in data.get_size()]
+        if stride is None or len(stride) != len(size) or not indexing.is_dense(size, stride):
+            stride = [int(s) for s in indexing.contiguous_strides(size)]
+        layout = ir.Layout(size, [int(s) for s in stride], data.get_dtype())
+        buf = ir.ComputedBuffer(self._new_name("buf"), layout, data)
+        self.operations.append(buf)
+        self.names[buf.name] = buf
+        return buf
+
+    # -- walking the graph ---------------------------------------------------------------
+    def run(self) -> "GraphLowering":
+        ir.set_current_graph(self)
+        try:
+            for node in self.gm.graph.nodes:
+                self._current_node = node
+                self.env[node] = self._run_node(node)
+        finally:
+            ir.set_current_graph(None)
+        return self
+
+    def _run_node(self, node: torch.fx.Node) -> Any:
+        if node.op == "placeholder":
+            return self._placeholder(node)
+        if node.op == "output":
+            self.outputs = [self._output_value(v, n) for v, n in zip(
+                pytree.tree_leaves(self._map_args(node.args[0])), pytree.tree_leaves(node.args[0]))]
+            return None
+        if node.op == "get_attr":
+            raise NotLowerable("get_attr in aten graph")
+        if node.target is operator.getitem:
+            seq, i = self._map_args(node.args)
+            return seq[i]
+        if node.op != "call_function":
+            raise NotLowerable(f"{node.op} node")
+        args, kwargs = self._map_args(node.args), self._map_args(node.kwargs)
+        val = node.meta.get("val")
+        lowering = LOWERINGS.get(node.target)
+        if lowering is not None and node.target not in EXTERN_OPS and _lowerable_meta(val):
+            try:
+                result = lowering(*args, **kwargs)
+                if _matches(result, val):
+                    return self._postprocess(node, result, val)
+                log.debug("lowering of %s gave a different size/dtype; using aten", node.target)
+            except Exception as exc:  # NotLowerable, or a lowering bug: aten is always correct
+                log.debug("no lowering for %s: %s: %s", node.target, type(exc).__name__, exc)
+        return self._extern(node, args, kwargs, val)
+
+    def _placeholder(self, node: torch.fx.Node) -> Any:
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            layout = ir.Layout([int(s) for s in val.shape], [int(s) for s in val.stride()], val.dtype)
+            buf = ir.InputBuffer(f"arg{len(self.inputs)}", layout)
+            self.names[buf.name] = buf
+            self.inputs.append(buf)
+            return buf
+        self.inputs.append(None)
+        return val
+
+    def _map_args(self, a: Any) -> Any:
+        return torch.fx.node.map_arg(a, lambda n: self.env[n])
+
+    def _postprocess(self, node: torch.fx.Node, result: Any, val: Any) -> Any:
+        if isinstance(result, (list, tuple)):
+            return type(result)(self._postprocess(node, r, v) for r, v in zip(result, val))
+        stride = [int(s) for s in val.stride()]
+        if isinstance(result, ir.Reduction):
+            return result.realize(stride)
+        if isinstance(result, ir.Pointwise) and result._realized is None and len(node.users) > 1:
+            n_ops, n_loads = result.cost()
+            if n_ops > INLINE_MAX_OPS or n_loads > INLINE_MAX_LOADS:
+                return result.realize(stride)
+        return result
+
+    def _extern(self, node: torch.fx.Node, args: Any, kwargs: Any, val: Any) -> Any:
+        op = node.target
+        if node.target not in EXTERN_OPS:
+            self.fallback_ops.append(str(op))
+        schema = getattr(op, "_schema", None)
+        mutates = bool(schema is not None and schema.is_mutable)
+        if mutates:
+            self._realize_pending()
+
+        def to_arg(a: Any) -> Any:
+            if isinstance(a, ir.IRNode):
+                return a.as_tensor_arg()
+            return a
+        args = pytree.tree_map(to_arg, args, is_leaf=lambda a: isinstance(a, ir.IRNode))
+        kwargs = pytree.tree_map(to_arg, kwargs, is_leaf=lambda a: isinstance(a, ir.IRNode))
+        kernel = ir.ExternKernel(self._new_name("extern"), op, tuple(args), dict(kwargs), mutates=mutates)
+        alias_of = None
+        if schema is not None and any(r.alias_info is not None for r in schema.returns):
+            inputs = kernel.input_buffers()
+            alias_of = ir.unwrap_storage_name(inputs[0]) if inputs else None
+
+        def make_output(v: Any, path: tuple) -> Any:
+            if not isinstance(v, torch.Tensor):
+                return v
+            layout = ir.Layout([int(s) for s in v.shape], [int(s) for s in v.stride()], v.dtype)
+            out = ir.ExternOutput(self._new_name("buf"), layout, kernel, path, alias_of)
+            self.names[out.name] = out
+            kernel.outputs.append(out)
+            return out
+        if isinstance(val, (list, tuple)):
+            result = type(val)(make_output(v, (i,)) for i, v in enumerate(val))
+        else:
+            result = make_output(val, ())
+        kernel.result_spec = result
+        self.operations.append(kernel)
+        return result
+
+    def _realize_pending(self) -> None:
+        """Before an op that mutates its inputs, compute every value that is still lazy."""
+        for value in list(self.env.values()):
+            for leaf in pytree.tree_leaves(value):
+                if isinstance(leaf, (ir.Pointwise, ir.View)) and leaf._realized is None:
+                    leaf.realize()
+
+    def _output_value(self, value: Any, node: Any) -> Any:
+        if not isinstance(value, ir.IRNode):
+            return value
+        val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+        stride = [int(s) for s in val.stride()] if isinstance(val, torch.Tensor) else None
+        if isinstance(value, ir.View) and value._realized is None:
+            view = value.as_strided()
+            if view is not None:
+                return view
+        if isinstance(value, (ir.Buffer, ir.ReinterpretView)):
+            return value
+        return value.realize(stride)
+
+
+def _lowerable_meta(val: Any) -> bool:
+    leaves = pytree.tree_leaves(val)
+    return bool(leaves) and all(isinstance(v, torch.Tensor) and v.device.type == "cpu"
+                                and not v.dtype.is_complex for v in leaves)
+
+
+def _matches(result: Any, val: Any) -> bool:
+    if isinstance(val, (list, tuple)):
+        return isinstance(result, (list, tuple)) and len(result) == len(val) and all(
+            _matches(r, v) for r, v in zip(result, val))
+    return (isinstance(result, ir.IRNode) and isinstance(val, torch.Tensor)
+            and [int(s) for s in result.get_size()] == list(val.shape)
+            and result.get_dtype() == val.dtype)

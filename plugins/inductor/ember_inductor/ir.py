@@ -1,0 +1,319 @@
+"""The loop-level IR: buffers defined by Python functions of their index.
+
+Unrealized values (:class:`Pointwise`, :class:`Reduction`, :class:`View`) are closures that are
+inlined into their consumers; realizing one turns it into a :class:`ComputedBuffer` that the
+scheduler will turn into (part of) a kernel. :class:`ExternKernel` runs an aten kernel (matmul,
+convolution, or any op without a lowering) on realized tensors. Sizes, strides and indices are
+sympy expressions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+from . import indexing
+from .indexing import Expr
+from .virtualized import RecordingHandler, ops, set_handler
+
+_current = threading.local()
+
+
+def current_graph() -> Any:
+    return _current.graph
+
+
+def set_current_graph(graph: Any) -> None:
+    _current.graph = graph
+
+
+@dataclasses.dataclass
+class Layout:
+    size: list
+    stride: list
+    dtype: torch.dtype
+    offset: Any = 0
+
+    def index(self, idx: Sequence[Expr]) -> Expr:
+        out = sympy.Integer(self.offset)
+        for s, st, i in zip(self.size, self.stride, idx):
+            if s != 1:
+                out = out + st * i
+        return out
+
+
+class IRNode:
+    """Anything with a size, a dtype and a loader."""
+
+    def get_size(self) -> list:
+        raise NotImplementedError
+
+    def get_dtype(self) -> torch.dtype:
+        raise NotImplementedError
+
+    def make_loader(self) -> Callable[[Sequence[Expr]], Any]:
+        raise NotImplementedError
+
+    def realize(self, stride: Sequence[int] | None = None) -> "Buffer":
+        raise NotImplementedError
+
+    def as_tensor_arg(self) -> "Buffer | ReinterpretView":
+        """A realized value that can be handed to an aten kernel as a tensor."""
+        return self.realize()
+
+    def numel(self) -> int:
+        return indexing.numel(self.get_size())
+
+
+class Buffer(IRNode):
+    def __init__(self, name: str, layout: Layout) -> None:
+        self.name = name
+        self.layout = layout
+
+    def get_size(self) -> list:
+        return list(self.layout.size)
+
+    def get_dtype(self) -> torch.dtype:
+        return self.layout.dtype
+
+    def make_loader(self) -> Callable:
+        name, layout = self.name, self.layout
+        return lambda idx: ops.load(name, layout.index(idx))
+
+    def realize(self, stride: Sequence[int] | None = None) -> "Buffer":
+        return self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name}, size={self.layout.size}, stride={self.layout.stride}, {self.layout.dtype})"
+
+
+class InputBuffer(Buffer):
+    pass
+
+
+class ComputedBuffer(Buffer):
+    """A buffer whose contents are computed by generated code from ``data``."""
+
+    def __init__(self, name: str, layout: Layout, data: "Pointwise | Reduction") -> None:
+        super().__init__(name, layout)
+        self.data = data
+
+    def is_reduction(self) -> bool:
+        return isinstance(self.data, Reduction)
+
+    def ranges(self) -> tuple[list, list]:
+        if isinstance(self.data, Reduction):
+            return list(self.data.size), list(self.data.rsize)
+        return list(self.data.size), []
+
+    def store_fn(self) -> Callable:
+        """``body(index, rindex)`` that computes and stores this buffer's value at ``index``."""
+        name, layout, data = self.name, self.layout, self.data
+        if isinstance(data, Reduction):
+            def body(idx: Sequence[Expr], ridx: Sequence[Expr]) -> None:
+                value = data.inner_fn(idx, ridx)
+                red = ops.reduction(data.dtype, data.src_dtype, data.reduction_type, value)
+                ops.store_reduction(name, layout.index(idx), red)
+        else:
+            def body(idx: Sequence[Expr], ridx: Sequence[Expr]) -> None:
+                ops.store(name, layout.index(idx), data.inner_fn(idx))
+        return body
+
+
+class ExternOutput(Buffer):
+    """One tensor returned by an :class:`ExternKernel`; ``alias_of`` names the buffer it views."""
+
+    def __init__(self, name: str, layout: Layout, kernel: "ExternKernel", path: tuple,
+                 alias_of: str | None) -> None:
+        super().__init__(name, layout)
+        self.kernel = kernel
+        self.path = path
+        self.alias_of = alias_of
+
+
+class ReinterpretView(IRNode):
+    """A strided view of a realized buffer (no copy); passed to aten kernels via as_strided."""
+
+    def __init__(self, data: Buffer, layout: Layout) -> None:
+        self.data = data
+        self.layout = layout
+
+    def get_size(self) -> list:
+        return list(self.layout.size)
+
+    def get_dtype(self) -> torch.dtype:
+        return self.layout.dtype
+
+    def make_loader(self) -> Callable:
+        name, layout = self.data.name, self.layout
+        return lambda idx: ops.load(name, layout.index(idx))
+
+    def realize(self, stride: Sequence[int] | None = None) -> Buffer:
+        return Pointwise(self.get_size(), self.get_dtype(), self.make_loader()).realize(stride)
+
+    def as_tensor_arg(self) -> "ReinterpretView":
+        return self
+
+
+class Pointwise(IRNode):
+    def __init__(self, size: Sequence, dtype: torch.dtype, inner_fn: Callable) -> None:
+        self.size = [sympy.Integer(int(s)) for s in size]
+        self.dtype = dtype
+        self.inner_fn = inner_fn
+        self._realized: Buffer | None = None
+
+    def get_size(self) -> list:
+        return list(self.size)
+
+    def get_dtype(self) -> torch.dtype:
+        return self.dtype
+
+    def make_loader(self) -> Callable:
+        if self._realized is not None:
+            return self._realized.make_loader()
+        return self.inner_fn
+
+    def realize(self, stride: Sequence[int] | None = None) -> Buffer:
+        if self._realized is None:
+            self._realized = current_graph().new_computed_buffer(self, stride)
+        return self._realized
+
+    def cost(self) -> tuple[int, int]:
+        """(number of ops, number of loads) of the inlined body."""
+        rec = RecordingHandler()
+        with set_handler(rec):
+            self.inner_fn(indexing.make_vars("c", len(self.size)))
+        return rec.num_ops, len(rec.loads)
+
+
+class Reduction(IRNode):
+    def __init__(self, size: Sequence, rsize: Sequence, reduction_type: str, inner_fn: Callable,
+                 dtype: torch.dtype, src_dtype: torch.dtype) -> None:
+        self.size = [sympy.Integer(int(s)) for s in size]
+        self.rsize = [sympy.Integer(int(s)) for s in rsize]
+        self.reduction_type = reduction_type
+        self.inner_fn = inner_fn
+        self.dtype = dtype
+        self.src_dtype = src_dtype
+        self._realized: Buffer | None = None
+
+    def get_size(self) -> list:
+        return list(self.size)
+
+    def get_dtype(self) -> torch.dtype:
+        return self.dtype
+
+    def make_loader(self) -> Callable:
+        return self.realize().make_loader()
+
+    def realize(self, stride: Sequence[int] | None = None) -> Buffer:
+        if self._realized is None:
+            self._realized = current_graph().new_computed_buffer(self, stride)
+        return self._realized
+
+
+class View(IRNode):
+    """``base`` seen through an index rewrite: ``self[idx] = base[reindex(idx)]``."""
+
+    def __init__(self, base: IRNode, size: Sequence, reindex: Callable) -> None:
+        self.base = base
+        self.size = [sympy.Integer(int(s)) for s in size]
+        self.reindex = reindex
+        self._realized: Buffer | None = None
+
+    def get_size(self) -> list:
+        return list(self.size)
+
+    def get_dtype(self) -> torch.dtype:
+        return self.base.get_dtype()
+
+    def make_loader(self) -> Callable:
+        if self._realized is not None:
+            return self._realized.make_loader()
+        base_loader = self.base.make_loader()
+        reindex = self.reindex
+        return lambda idx: base_loader(reindex(idx))
+
+    def _root(self) -> tuple[IRNode, Callable]:
+        """The innermost non-view node and the composed reindex function."""
+        node, fns = self, []
+        while isinstance(node, View) and node._realized is None:
+            fns.append(node.reindex)
+            node = node.base
+
+        def composed(idx: Sequence[Expr]) -> Sequence[Expr]:
+            for f in fns:
+                idx = f(idx)
+            return idx
+        return node, composed
+
+    def as_strided(self) -> ReinterpretView | None:
+        """This view as a strided view of a realized buffer, when it is one."""
+        root, composed = self._root()
+        if isinstance(root, ReinterpretView):
+            buf, layout = root.data, root.layout
+        elif isinstance(root, Buffer):
+            buf, layout = root, root.layout
+        else:
+            return None
+        variables = indexing.make_vars("v", len(self.size))
+        ranges = dict(zip(variables, self.size))
+        expr = indexing.simplify_index(layout.index(composed(variables)), ranges)
+        lin = indexing.as_linear(expr, variables)
+        if lin is None or not lin[0].is_Integer or any(not s.is_Integer for s in lin[1]):
+            return None
+        offset, strides = lin
+        if int(offset) < 0 or any(int(s) < 0 for s in strides):
+            return None
+        return ReinterpretView(buf, Layout(list(self.size), [int(s) for s in strides],
+                                           buf.get_dtype(), int(offset)))
+
+    def as_tensor_arg(self) -> "Buffer | ReinterpretView":
+        if self._realized is not None:
+            return self._realized
+        view = self.as_strided()
+        return view if view is not None else self.realize()
+
+    def realize(self, stride: Sequence[int] | None = None) -> Buffer:
+        if self._realized is None:
+            pw = Pointwise(self.size, self.get_dtype(), self.make_loader())
+            self._realized = pw.realize(stride)
+        return self._realized
+
+
+@dataclasses.dataclass
+class ExternKernel:
+    """An aten kernel call on realized tensors (matmul, convolution, fallbacks)."""
+
+    name: str
+    op: Any
+    args: tuple
+    kwargs: dict
+    outputs: list = dataclasses.field(default_factory=list)
+    result_spec: Any = None  # pytree of output names / None mirroring the op's return value
+    mutates: bool = False
+
+    def input_buffers(self) -> list[IRNode]:
+        out: list[IRNode] = []
+
+        def visit(a: Any) -> None:
+            if isinstance(a, (Buffer, ReinterpretView)):
+                out.append(a)
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    visit(x)
+        for a in self.args:
+            visit(a)
+        for a in self.kwargs.values():
+            visit(a)
+        return out
+
+
+def unwrap_storage_name(node: IRNode) -> str:
+    if isinstance(node, ReinterpretView):
+        return node.data.name
+    assert isinstance(node, Buffer)
+    return node.name

@@ -1,0 +1,175 @@
+"""Indexing lowerings: cat, constant_pad_nd, gather, index, index_select, embedding.
+
+Data-dependent indices become ``ops.indirect_indexing(value, size)``: a symbol standing for a
+run-time value that can appear in index expressions. Regions that may not be read are computed
+under ``ops.masked(mask, body, other)``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import sympy
+import torch
+
+from .. import ir
+from ..virtualized import ops
+from .registry import NotLowerable, aten, broadcast_shapes, expand_to, register
+
+S = sympy.S
+
+
+def _and(a: Any, b: Any) -> Any:
+    return b if a is None else ops.logical_and(a, b)
+
+
+def _in_range(i: Any, lo: int, hi: int) -> Any:
+    """Boolean ops value for ``lo <= i < hi`` (None when always true)."""
+    mask = None
+    if lo > 0:
+        mask = ops.ge(ops.index_expr(i, torch.int64), ops.constant(lo, torch.int64))
+    mask = _and(mask, ops.lt(ops.index_expr(i, torch.int64), ops.constant(hi, torch.int64)))
+    return mask
+
+
+@register(aten.cat.default)
+def cat(tensors: Sequence[ir.IRNode], dim: int = 0) -> ir.IRNode:
+    tensors = [t for t in tensors if not (len(t.get_size()) == 1 and t.get_size()[0] == 0)]
+    if not tensors:
+        raise NotLowerable("empty cat")
+    n = len(tensors[0].get_size())
+    dim = dim % n
+    dtype = tensors[0].get_dtype()
+    if any(t.get_dtype() != dtype for t in tensors):
+        raise NotLowerable("cat of mixed dtypes")
+    if len(tensors) == 1:
+        return ir.Pointwise(tensors[0].get_size(), dtype, tensors[0].make_loader())
+    offsets, total = [], 0
+    for t in tensors:
+        offsets.append(total)
+        total += int(t.get_size()[dim])
+    size = list(tensors[0].get_size())
+    size[dim] = sympy.Integer(total)
+    loaders = [t.make_loader() for t in tensors]
+
+    def inner(idx: Sequence) -> Any:
+        result = None
+        for k in reversed(range(len(tensors))):
+            lo, hi = offsets[k], offsets[k] + int(tensors[k].get_size()[dim])
+            shifted = list(idx)
+            shifted[dim] = idx[dim] - lo
+            load = loaders[k]
+            if result is None:
+                result = load(shifted) if k == 0 else ops.masked(
+                    _in_range(idx[dim], lo, hi), lambda s=shifted, ld=load: ld(s), 0)
+                continue
+            mask = _in_range(idx[dim], lo, hi)
+            result = ops.where(mask, ops.masked(mask, lambda s=shifted, ld=load: ld(s), 0), result)
+        return result
+    return ir.Pointwise(size, dtype, inner)
+
+
+@register(aten.constant_pad_nd.default)
+def constant_pad_nd(x: ir.IRNode, pad: Sequence[int], value: Any = 0) -> ir.IRNode:
+    size = list(x.get_size())
+    n = len(size)
+    lo = [0] * n
+    new = list(size)
+    for k in range(len(pad) // 2):
+        d = n - 1 - k
+        lo[d] = pad[2 * k]
+        new[d] = sympy.Integer(int(size[d]) + pad[2 * k] + pad[2 * k + 1])
+    load = x.make_loader()
+    dtype = x.get_dtype()
+
+    def inner(idx: Sequence) -> Any:
+        mask = None
+        src = list(idx)
+        for d in range(n):
+            if lo[d] == 0 and new[d] == size[d]:
+                continue
+            src[d] = idx[d] - lo[d]
+            mask = _and(mask, _in_range(idx[d], lo[d], lo[d] + int(size[d])))
+        if mask is None:
+            return load(src)
+        return ops.where(mask, ops.masked(mask, lambda: load(src), value), ops.constant(value, dtype))
+    return ir.Pointwise(new, dtype, inner)
+
+
+def _check_index_dtype(t: ir.IRNode) -> None:
+    if t.get_dtype() not in (torch.int64, torch.int32):
+        raise NotLowerable("index tensor must be int64/int32")
+
+
+@register(aten.gather.default)
+def gather(x: ir.IRNode, dim: int, index: ir.IRNode, sparse_grad: bool = False) -> ir.IRNode:
+    _check_index_dtype(index)
+    n = len(x.get_size())
+    dim = dim % max(n, 1)
+    load_x, load_i = x.make_loader(), index.make_loader()
+    dim_size = x.get_size()[dim]
+
+    def inner(idx: Sequence) -> Any:
+        src = list(idx)
+        src[dim] = ops.indirect_indexing(load_i(idx), dim_size)
+        return load_x(src)
+    return ir.Pointwise(index.get_size(), x.get_dtype(), inner)
+
+
+@register(aten.index_select.default)
+def index_select(x: ir.IRNode, dim: int, index: ir.IRNode) -> ir.IRNode:
+    _check_index_dtype(index)
+    n = len(x.get_size())
+    dim = dim % max(n, 1)
+    load_x, load_i = x.make_loader(), index.make_loader()
+    size = list(x.get_size())
+    size[dim] = index.get_size()[0] if index.get_size() else S.One
+
+    def inner(idx: Sequence) -> Any:
+        src = list(idx)
+        src[dim] = ops.indirect_indexing(load_i([idx[dim]] if index.get_size() else []), x.get_size()[dim])
+        return load_x(src)
+    return ir.Pointwise(size, x.get_dtype(), inner)
+
+
+@register(aten.embedding.default)
+def embedding(weight: ir.IRNode, indices: ir.IRNode, padding_idx: int = -1,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> ir.IRNode:
+    _check_index_dtype(indices)
+    load_w, load_i = weight.make_loader(), indices.make_loader()
+    k = len(indices.get_size())
+    rows = weight.get_size()[0]
+
+    def inner(idx: Sequence) -> Any:
+        row = ops.indirect_indexing(load_i(idx[:k]), rows)
+        return load_w([row, idx[k]])
+    return ir.Pointwise(list(indices.get_size()) + [weight.get_size()[1]], weight.get_dtype(), inner)
+
+
+@register(aten.index.Tensor)
+def index(x: ir.IRNode, indices: Sequence[Any]) -> ir.IRNode:
+    n = len(x.get_size())
+    positions = [i for i, t in enumerate(indices) if t is not None]
+    if not positions:
+        return x
+    for i in positions:
+        if not isinstance(indices[i], ir.IRNode):
+            raise NotLowerable("index with a non-tensor")
+        _check_index_dtype(indices[i])
+    if positions != list(range(positions[0], positions[-1] + 1)):
+        raise NotLowerable("non-adjacent advanced indices")
+    bshape = broadcast_shapes(*[indices[i].get_size() for i in positions])
+    loaders = [expand_to(indices[i], bshape).make_loader() for i in positions]
+    first = positions[0]
+    size = list(x.get_size())
+    out_size = size[:first] + list(bshape) + size[positions[-1] + 1:]
+    load_x = x.make_loader()
+    nb = len(bshape)
+
+    def inner(idx: Sequence) -> Any:
+        bidx = list(idx[first:first + nb])
+        src = list(idx[:first])
+        for k, pos in enumerate(positions):
+            src.append(ops.indirect_indexing(loaders[k](bidx), size[pos]))
+        src += list(idx[first + nb:])
+        return load_x(src)
+    return ir.Pointwise(out_size, x.get_dtype(), inner)

@@ -1,0 +1,160 @@
+"""View lowerings: every view is an index rewrite of its base (no copy)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import sympy
+
+from .. import indexing, ir
+from .registry import aten, expand_to, register
+
+S = sympy.S
+
+
+def _infer_size(size: Sequence[int], numel: int) -> list[int]:
+    size = [int(s) for s in size]
+    if -1 in size:
+        known = 1
+        for s in size:
+            if s != -1:
+                known *= s
+        size[size.index(-1)] = numel // known if known else 0
+    return size
+
+
+@register(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def view(x: ir.IRNode, size: Sequence[int]) -> ir.IRNode:
+    old = x.get_size()
+    new = _infer_size(size, x.numel())
+    if [int(s) for s in old] == new:
+        return x
+
+    def reindex(idx: Sequence) -> list:
+        return indexing.delinearize(indexing.linearize(idx, new), old)
+    return ir.View(x, new, reindex)
+
+
+@register(aten.permute.default)
+def permute(x: ir.IRNode, dims: Sequence[int]) -> ir.IRNode:
+    n = len(x.get_size())
+    dims = [d % n for d in dims] if n else []
+    if dims == list(range(n)):
+        return x
+    size = [x.get_size()[d] for d in dims]
+    inv = [dims.index(i) for i in range(n)]
+    return ir.View(x, size, lambda idx: [idx[inv[i]] for i in range(n)])
+
+
+@register(aten.transpose.int)
+def transpose(x: ir.IRNode, d0: int, d1: int) -> ir.IRNode:
+    n = len(x.get_size())
+    if n == 0:
+        return x
+    dims = list(range(n))
+    d0, d1 = d0 % n, d1 % n
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return permute(x, dims)
+
+
+@register(aten.t.default)
+def t(x: ir.IRNode) -> ir.IRNode:
+    return transpose(x, 0, 1) if len(x.get_size()) == 2 else x
+
+
+@register(aten.expand.default)
+def expand(x: ir.IRNode, size: Sequence[int], implicit: bool = False) -> ir.IRNode:
+    old = x.get_size()
+    offset = len(size) - len(old)
+    new = [int(old[i - offset]) if (s == -1) else int(s) for i, s in enumerate(size)]
+    return expand_to(x, new)
+
+
+@register(aten.unsqueeze.default)
+def unsqueeze(x: ir.IRNode, dim: int) -> ir.IRNode:
+    size = x.get_size()
+    dim = dim % (len(size) + 1)
+    new = size[:dim] + [S.One] + size[dim:]
+    return ir.View(x, new, lambda idx: list(idx[:dim]) + list(idx[dim + 1:]))
+
+
+@register(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims)
+def squeeze(x: ir.IRNode, dim: Any = None) -> ir.IRNode:
+    size = x.get_size()
+    n = len(size)
+    if dim is None:
+        dims = [i for i, s in enumerate(size) if s == 1]
+    else:
+        dims = [d % max(n, 1) for d in ([dim] if isinstance(dim, int) else dim)]
+        dims = [d for d in dims if n and size[d] == 1]
+    if not dims:
+        return x
+    keep = [i for i in range(n) if i not in dims]
+
+    def reindex(idx: Sequence) -> list:
+        out = [S.Zero] * n
+        for k, i in enumerate(keep):
+            out[i] = idx[k]
+        return out
+    return ir.View(x, [size[i] for i in keep], reindex)
+
+
+@register(aten.slice.Tensor)
+def slice_(x: ir.IRNode, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> ir.IRNode:
+    size = x.get_size()
+    n = len(size)
+    dim = dim % n
+    dim_size = int(size[dim])
+    start = 0 if start is None else int(start)
+    end = dim_size if end is None else int(end)
+    if start < 0:
+        start += dim_size
+    if end < 0:
+        end += dim_size
+    start, end = max(0, min(start, dim_size)), max(0, min(end, dim_size))
+    length = max(0, (end - start + step - 1) // step)
+    if start == 0 and length == dim_size and step == 1:
+        return x
+    new = list(size)
+    new[dim] = sympy.Integer(length)
+
+    def reindex(idx: Sequence) -> list:
+        out = list(idx)
+        out[dim] = idx[dim] * step + start
+        return out
+    return ir.View(x, new, reindex)
+
+
+@register(aten.select.int)
+def select(x: ir.IRNode, dim: int, index: int) -> ir.IRNode:
+    size = x.get_size()
+    dim = dim % len(size)
+    index = index % int(size[dim])
+    return ir.View(x, size[:dim] + size[dim + 1:],
+                   lambda idx: list(idx[:dim]) + [sympy.Integer(index)] + list(idx[dim:]))
+
+
+@register(aten.split.Tensor)
+def split(x: ir.IRNode, split_size: int, dim: int = 0) -> list[ir.IRNode]:
+    dim_size = int(x.get_size()[dim])
+    sizes = [min(split_size, dim_size - s) for s in range(0, dim_size, split_size)] or [0]
+    return split_with_sizes(x, sizes, dim)
+
+
+@register(aten.split_with_sizes.default)
+def split_with_sizes(x: ir.IRNode, split_sizes: Sequence[int], dim: int = 0) -> list[ir.IRNode]:
+    out, start = [], 0
+    for s in split_sizes:
+        out.append(slice_(x, dim, start, start + s))
+        start += s
+    return out
+
+
+@register(aten.unbind.int)
+def unbind(x: ir.IRNode, dim: int = 0) -> list[ir.IRNode]:
+    return [select(x, dim, i) for i in range(int(x.get_size()[dim]))]
+
+
+@register(aten.alias.default)
+def alias(x: ir.IRNode) -> ir.IRNode:
+    return x
+

@@ -1,0 +1,95 @@
+"""On-disk cache of converted ONNX models, keyed by a hash of the graph.
+
+Entries live in ``$EMBER_CACHE_DIR/onnxrt`` (default ``~/.cache/ember/onnxrt``), a directory
+created owner-only (0o700); a directory that other users can write, or that belongs to someone
+else, is not used. Writes are atomic (temporary file + rename), and an entry that does not parse
+as an ONNX model is treated as a miss and rebuilt.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import onnx
+import torch
+import torch.fx
+
+log = logging.getLogger("ember.onnxrt")
+
+_FORMAT = "ember_onnxrt-1"
+
+
+def cache_dir() -> Path | None:
+    """The cache directory, created if needed; None (with a warning) when it is unsafe."""
+    root = Path(os.environ.get("EMBER_CACHE_DIR") or Path.home() / ".cache" / "ember")
+    path = root / "onnxrt"
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = path.stat()
+    except OSError as exc:
+        log.warning("onnxrt: model cache disabled, cannot create %s: %s", path, exc)
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        log.warning("onnxrt: model cache disabled, %s is writable by other users", path)
+        return None
+    return path
+
+
+def _versions() -> str:
+    names = ("onnx", "onnxscript", "onnx_ir", "onnxruntime")
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name}=?")
+    return f"torch={torch.__version__};" + ";".join(found)
+
+
+def graph_key(gm: torch.fx.GraphModule, *flags: object) -> str:
+    """A hash of everything that shapes the converted model: the graph's code, its input
+    dtypes and shapes, the conversion flags and the versions of the converting libraries."""
+    h = hashlib.sha256()
+    h.update(f"{_FORMAT}|{_versions()}|{flags!r}|".encode())
+    h.update(gm.code.encode())
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            val = node.meta.get("val")
+            h.update(f"|{node.name}:{getattr(val, 'dtype', type(val))}:{tuple(getattr(val, 'shape', ()))}".encode())
+    return h.hexdigest()
+
+
+def load_or_build(key: str, build: Callable[[], bytes], enabled: bool) -> bytes:
+    """The serialized model for ``key``: from the cache when present and valid, else built
+    (and stored when the cache is enabled)."""
+    directory = cache_dir() if enabled else None
+    if directory is None:
+        return build()
+    path = directory / f"{key}.onnx"
+    try:
+        data = path.read_bytes()
+        onnx.load_model_from_string(data)
+        log.debug("onnxrt: model cache hit %s", path)
+        return data
+    except FileNotFoundError:
+        pass
+    except Exception as exc:  # truncated or corrupt entry: rebuild it
+        log.warning("onnxrt: ignoring corrupt cache entry %s: %s", path, exc)
+    data = build()
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".onnx")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("onnxrt: could not write cache entry %s: %s", path, exc)
+        Path(tmp).unlink(missing_ok=True)
+    return data
