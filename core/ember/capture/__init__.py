@@ -7,6 +7,7 @@ inputs, the guards, and the Python source of the expression that rebuilds the re
 from __future__ import annotations
 
 import dataclasses
+import logging
 import types
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..errors import Unsupported
 from .frame import Frame
 from .graph import remove_dead_nodes
 from .output import OutputBuilder
-from .sources import Constants, Source
+from .sources import Constants, DictEntrySource, Source
 from .state import CaptureState
 
 
@@ -39,6 +40,16 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any]) -> Capture:
     """Interpret ``fn`` called with the arguments bound in ``f_locals``."""
     state = CaptureState()
     state.guards.grad_mode()
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    saved_level = fake_log.level
+    fake_log.setLevel(logging.CRITICAL)  # errors on fakes become our Unsupported, not log spam
+    try:
+        return _capture(state, fn, f_locals)
+    finally:
+        fake_log.setLevel(saved_level)
+
+
+def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, Any]) -> Capture:
     code = fn.__code__
     closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
     frame = Frame(state, code, fn.__globals__, {}, closure, lazy_args=f_locals)
@@ -52,6 +63,9 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any]) -> Capture:
     graph = state.graph
     graph.output(builder.outputs)
     remove_dead_nodes(graph.graph)
+    if any(n.meta.get("mutates") for n in graph.graph.nodes):
+        # in-place work on inputs is only right for the aliasing seen at capture time
+        state.guards.distinct([s for s, _, _ in graph.inputs if not isinstance(s, DictEntrySource)])
     has_work = any(n.op in ("call_function", "call_method") for n in graph.graph.nodes)
     gm = None
     used: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []

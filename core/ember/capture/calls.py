@@ -172,7 +172,10 @@ def _bind(frame: "Frame", code: types.CodeType, defaults: tuple, kwdefaults: dic
     bound.apply_defaults()
     result: dict[str, Var] = {}
     for name, value in bound.arguments.items():
-        kind = sig.parameters[name].kind
+        if name not in code.co_varnames and name.startswith("implicit"):
+            name = "." + name[len("implicit"):]  # inspect renames comprehension arguments
+        sig_name = name if name in sig.parameters else "implicit" + name[1:]
+        kind = sig.parameters[sig_name].kind
         if kind == inspect.Parameter.VAR_POSITIONAL:
             value = TupleVar(list(value))
         elif kind == inspect.Parameter.VAR_KEYWORD:

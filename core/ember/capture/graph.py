@@ -87,15 +87,16 @@ class GraphBuilder:
             raise
         except Exception as exc:
             raise Unsupported(f"{_target_name(target)} failed on fake tensors: {type(exc).__name__}: {exc}") from exc
-        if not _has_tensor(result):
-            if any(f._version != v for f, v in zip(fakes_in, versions)):
-                raise Unsupported(f"{_target_name(target)} mutates a tensor and returns no tensor")
-            return ConstVar(result)
+        mutated = any(f._version != v for f, v in zip(fakes_in, versions))
+        if not _has_tensor(result) and not mutated:
+            return ConstVar(result)  # metadata of guarded inputs, e.g. x.size()
         node_args = tuple(to_arg(a) for a in args)
         node_kwargs = {k: to_arg(v) for k, v in kwargs.items()}
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
-        if any(f._version != v for f, v in zip(fakes_in, versions)):
+        if mutated:
             node.meta["mutates"] = True
+        if not _has_tensor(result):  # e.g. operator.setitem: kept for its effect
+            return ConstVar(result)
         return self.wrap_result(node, result)
 
     def wrap_result(self, node: torch.fx.Node, result: Any) -> Var:

@@ -2,7 +2,8 @@
 
 The pipeline (one module per step):
 
-* :mod:`.aten_graph`      torch-level fx graph -> functional aten graph (make_fx, fake tensors)
+* ``ember_aot``           torch-level fx graph -> functional aten inference graph
+* :mod:`.decompositions`  which aten ops ember_aot decomposes for ONNX
 * :mod:`.torchlib_bridge` aten node -> ONNX IR nodes through onnxscript's torch_lib functions
 * :mod:`.converter`       aten (sub)graph -> ONNX model; which nodes it can convert
 * :mod:`.partition`       split the graph into onnxruntime pieces and PyTorch eager pieces

@@ -1,11 +1,12 @@
 """Backend "onnxrt": run ember graphs in onnxruntime (inference only).
 
 ``onnxrt(gm, example_inputs, mode=None, options=None)`` returns a callable that, per input
-signature (dtypes, shapes, strides, devices, Python scalar values), lowers ``gm`` to a
-functional aten graph, splits it into onnxruntime pieces and PyTorch eager pieces, builds one
-InferenceSession per piece, and reuses them on every later call with that signature. The
-example inputs' signature is built at compile time, so conversion errors surface there (ember's
-core then runs the graph eagerly with a warning).
+signature (dtypes, shapes, strides, devices, Python scalar values), has ember_aot lower ``gm``
+to a functional aten inference graph (:func:`compile_aten` is its ``inference_compiler``),
+splits that into onnxruntime pieces and PyTorch eager pieces, builds one InferenceSession per
+piece, and reuses them on every later call with that signature. The example inputs' signature
+is built at compile time, so conversion errors surface there (ember's core then runs the graph
+eagerly with a warning).
 
 Inference only: onnxruntime computes no gradients. A call with grad mode on and an input that
 requires grad runs ``gm`` in PyTorch eager with one warning (``options={"on_grad": "raise"}``
@@ -22,9 +23,12 @@ import torch
 import torch.fx
 from ember import EmberError
 
-from . import aten_graph, cache, converter, partition, torchlib_bridge
+import ember_aot
+
+from . import cache, converter, partition, torchlib_bridge
+from .decompositions import onnx_decompositions
 from .options import OnnxrtOptions
-from .session import OrtModule
+from . import session
 
 log = logging.getLogger("ember.onnxrt")
 
@@ -38,6 +42,7 @@ def onnxrt(
 ) -> Callable[..., Any]:
     """The ember backend contract: ``(gm, example_inputs) -> callable`` (see module docstring)."""
     opts = OnnxrtOptions.from_dict(options)
+    session.validate(opts)
     if mode not in (None, "default"):
         log.info("onnxrt: mode=%r has no effect; use options['graph_optimization_level']", mode)
     compiled = OnnxrtCompiled(gm, opts)
@@ -79,7 +84,7 @@ def compile_aten(
     return part.gm
 
 
-def _session_for(piece: torch.fx.GraphModule, opts: OnnxrtOptions) -> OrtModule:
+def _session_for(piece: torch.fx.GraphModule, opts: OnnxrtOptions) -> session.OrtModule:
     placeholders = [n for n in piece.graph.nodes if n.op == "placeholder"]
     in_metas = [n.meta["val"] for n in placeholders]
     (result,) = [n.args[0] for n in piece.graph.nodes if n.op == "output"]
@@ -93,9 +98,14 @@ def _session_for(piece: torch.fx.GraphModule, opts: OnnxrtOptions) -> OrtModule:
         lambda: converter.to_onnx(piece, opts.opset, opts.optimize).SerializeToString(),
         opts.cache,
     )
-    return OrtModule(
+    return session.OrtModule(
         model, [p.name for p in placeholders], in_metas, out_metas, device, opts, single_output=single
     )
+
+
+def _no_training(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+    # OnnxrtCompiled applies the on_grad policy before ember_aot could need a training graph.
+    raise EmberError("backend 'onnxrt' is inference-only: it compiles no training graphs")
 
 
 def _signature(args: Sequence[Any]) -> Hashable:
@@ -113,17 +123,27 @@ class OnnxrtCompiled:
         self.gm = gm
         self.opts = opts
         self._entries: dict[Hashable, Callable[..., Any]] = {}
-        self._lock = threading.Lock()
+        self._placements: list[dict[str, Any]] = []
+        self._lock = threading.RLock()
         self._warned_grad = False
+        self._aot = ember_aot.aot_autograd(
+            fw_compiler=_no_training,
+            inference_compiler=self._compile_inference,
+            decompositions=onnx_decompositions(opts.opset),
+        )
+
+    def _compile_inference(self, aten_gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+        compiled = compile_aten(aten_gm, example_inputs, self.opts)
+        self._placements.append(compiled.meta["ember_onnxrt"])
+        return compiled
 
     def prepare(self, example_inputs: list[Any]) -> None:
         """Build the entry for ``example_inputs``' signature now (errors propagate)."""
         self._entries[_signature(example_inputs)] = self._build(example_inputs)
 
     def _build(self, args: Sequence[Any]) -> Callable[..., Any]:
-        decomps = aten_graph.decompositions(self.opts.opset)
-        aten_gm = aten_graph.to_aten(self.gm, args, decomps)
-        return compile_aten(aten_gm, args, self.opts)
+        with torch.no_grad():  # nothing here needs autograd: ember_aot traces for inference
+            return self._aot(self.gm, list(args))
 
     def _entry(self, key: Hashable, args: Sequence[Any]) -> Callable[..., Any]:
         with self._lock:
@@ -140,11 +160,8 @@ class OnnxrtCompiled:
         return entry
 
     def placements(self) -> list[dict[str, Any]]:
-        """What ran where, per compiled signature: onnx op count, sessions, eager ops."""
-        return [
-            getattr(entry, "meta", {}).get("ember_onnxrt", {"eager": "whole graph"})
-            for entry in self._entries.values()
-        ]
+        """What ran where, per compiled aten graph: onnx op count, sessions, eager ops."""
+        return list(self._placements)
 
     def __call__(self, *args: Any) -> Any:
         if torch.is_grad_enabled() and any(
@@ -153,7 +170,8 @@ class OnnxrtCompiled:
             return self._with_grad(args)
         key = _signature(args)
         entry = self._entries.get(key) or self._entry(key, args)
-        return entry(*args)
+        with torch.no_grad():  # no input requires grad: the same inference plan either way
+            return entry(*args)
 
     def _with_grad(self, args: Sequence[Any]) -> Any:
         if self.opts.on_grad == "raise":

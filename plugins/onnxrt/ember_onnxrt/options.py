@@ -8,7 +8,8 @@ Keys (all optional):
 ``provider_options``        one dict per provider (passed to ``InferenceSession``).
 ``session_options``         a ``onnxruntime.SessionOptions``, or a dict of its attributes
                             (``{"intra_op_num_threads": 2}``).
-``graph_optimization_level`` "disable", "basic", "extended" or "all" (default "all").
+``graph_optimization_level`` "disable", "basic", "extended" or "all" (default: "all", or the level
+                            of a given ``SessionOptions`` object).
 ``opset``                   ONNX opset of the converted models (default 18).
 ``optimize``                run onnxscript's optimizer (constant folding, inlining) first (default True).
 ``cache``                   keep converted models on disk, keyed by a hash of the graph (default True);
@@ -32,7 +33,7 @@ class OnnxrtOptions:
     providers: tuple[str, ...] | None = None
     provider_options: tuple[dict[str, Any], ...] | None = None
     session_options: Any = None
-    graph_optimization_level: str = "all"
+    graph_optimization_level: str | None = None
     opset: int = 18
     optimize: bool = True
     cache: bool = True
@@ -51,7 +52,7 @@ class OnnxrtOptions:
             if options.get(key) is not None:
                 options[key] = tuple(options[key])
         parsed = cls(**options)
-        if parsed.graph_optimization_level not in _LEVELS:
+        if parsed.graph_optimization_level not in (None, *_LEVELS):
             raise ValueError(f"graph_optimization_level must be one of {_LEVELS}")
         if parsed.on_grad not in ("eager", "raise"):
             raise ValueError('on_grad must be "eager" or "raise"')

@@ -30,14 +30,23 @@ def session_options(opts: OnnxrtOptions) -> ort.SessionOptions:
     """``opts.session_options`` as an ``ort.SessionOptions`` with the requested optimisation level."""
     if isinstance(opts.session_options, ort.SessionOptions):
         so = opts.session_options
-    else:
-        so = ort.SessionOptions()
-        for name, value in (opts.session_options or {}).items():
-            if not hasattr(so, name):
-                raise ValueError(f"onnxruntime.SessionOptions has no attribute {name!r}")
-            setattr(so, name, value)
-    so.graph_optimization_level = _LEVELS[opts.graph_optimization_level]
+        if opts.graph_optimization_level is not None:
+            so.graph_optimization_level = _LEVELS[opts.graph_optimization_level]
+        return so
+    so = ort.SessionOptions()
+    for name, value in (opts.session_options or {}).items():
+        if not hasattr(so, name):
+            raise ValueError(f"onnxruntime.SessionOptions has no attribute {name!r}")
+        setattr(so, name, value)
+    so.graph_optimization_level = _LEVELS[opts.graph_optimization_level or "all"]
     return so
+
+
+def validate(opts: OnnxrtOptions) -> None:
+    """Raise ``ValueError`` now for providers or session options onnxruntime would refuse
+    (configuration mistakes must not turn into a silent fallback to PyTorch)."""
+    session_options(opts)
+    opts.providers_for(torch.device("cpu"), ort.get_available_providers())
 
 
 def _device_of(device: torch.device) -> tuple[str, int]:

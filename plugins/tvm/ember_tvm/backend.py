@@ -104,7 +104,7 @@ def _log_kept(gm: fx.GraphModule, support: TvmSupport) -> None:
     for node in gm.graph.nodes:
         if node.op in ("call_function", "call_method"):
             reason = support.reason(node)
-            if reason and not reason.startswith("view of a graph input"):
+            if reason and not reason.startswith(("view of a graph input", "produces a non-tensor")):
                 reasons[f"{node_name(node)} ({reason})"] += 1
     if reasons:
         listed = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(reasons.items()))
@@ -129,6 +129,8 @@ def compile_graph(gm: fx.GraphModule, example_inputs: list[Any], options: TvmOpt
         raise _Eager("graph needs PyTorch between TVM pieces and options['partition'] is False")
     piece_args = _piece_inputs(fused, inputs, set(names))
     for name in names:
+        if not any(isinstance(a, torch.Tensor) for a in piece_args[name]):
+            continue  # only creates tensors from Python values: cheaper in PyTorch
         piece = TvmPiece(name, getattr(fused, name), options)
         problem = piece.prepare(piece_args[name])
         if problem:

@@ -3,7 +3,8 @@
 TVM's ``from_fx`` knows the normalization *modules* (``nn.BatchNorm2d``, ``nn.GroupNorm``) but
 not all of their functional forms, which is what ember's graphs hold once parameters are lifted
 to inputs. Each converter takes ``(node, importer)`` (the ``custom_convert_map`` protocol) and
-reads its arguments by position or keyword, as the torch signature allows.
+reads its arguments by position or keyword, as the torch signature allows. They serve both
+``call_function`` and ``call_method`` nodes of that name.
 """
 from __future__ import annotations
 
@@ -85,8 +86,23 @@ def layer_norm(node: fx.Node, importer: Any) -> Any:
     )
 
 
+def masked_fill(node: fx.Node, importer: Any) -> Any:
+    """``x.masked_fill(mask, value)`` as ``where(mask, value, x)`` (the importer's own version
+    fails on non-finite fill values such as ``-inf``)."""
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    mask = importer.env[_arg(node, 1, "mask")]
+    value = _arg(node, 2, "value")
+    fill = importer.env[value] if isinstance(value, fx.Node) else relax.const(value, _dtype(x))
+    if isinstance(value, fx.Node) and str(fill.ty.dtype) != _dtype(x):
+        fill = importer.block_builder.emit(relax.op.astype(fill, _dtype(x)))
+    return importer.block_builder.emit(relax.op.where(mask, fill, x))
+
+
 CUSTOM_CONVERTERS: dict[str, Callable[[fx.Node, Any], Any]] = {
     "batch_norm": batch_norm,
     "group_norm": group_norm,
     "layer_norm": layer_norm,
+    "masked_fill": masked_fill,
 }

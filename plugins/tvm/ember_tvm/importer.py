@@ -17,6 +17,7 @@ weights are never baked in as constants.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any, Sequence
 
 import torch
@@ -89,7 +90,7 @@ def import_graph(gm: fx.GraphModule, example_args: Sequence[Any]) -> Any:
 
     ``main`` takes the tensor arguments in order; scalars are specialized to their example values.
     """
-    from tvm.relax.frontend.torch import from_fx
+    from tvm.relax.frontend.torch.fx_translator import TorchFXImporter
 
     gm = specialize_scalars(gm, example_args)
     positionalize(gm)
@@ -98,4 +99,15 @@ def import_graph(gm: fx.GraphModule, example_args: Sequence[Any]) -> Any:
         for t in example_args
         if isinstance(t, torch.Tensor)
     ]
-    return from_fx(gm, input_info, custom_convert_map=dict(CUSTOM_CONVERTERS))
+    importer = TorchFXImporter()
+    for name, convert in CUSTOM_CONVERTERS.items():
+        # Bound here so that call_method nodes (which get only the node) reach them too.
+        importer.convert_map[name] = functools.partial(_bound, convert, importer)
+    return importer.from_fx(
+        gm, input_info, keep_params_as_input=False, unwrap_unit_return_tuple=False,
+        no_bind_return_tuple=False,
+    )
+
+
+def _bound(convert: Any, importer: Any, node: fx.Node) -> Any:
+    return convert(node, importer)

@@ -101,6 +101,9 @@ GUARDS: Mapping[str, Callable[[fx.Node, Mapping[str, ValueInfo]], bool]] = {
     "sum": lambda n, i: n.kwargs.get("dtype") is None,
     "mean": lambda n, i: n.kwargs.get("dtype") is None,
     "prod": lambda n, i: n.kwargs.get("dtype") is None,
+    # var/std are imported as the biased estimator and read keepdim where torch has unbiased.
+    "var": lambda n, i: False,
+    "std": lambda n, i: False,
     "softmax": lambda n, i: _arg(n, 2, "dtype") is None,
     "log_softmax": lambda n, i: _arg(n, 2, "dtype") is None,
 }

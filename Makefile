@@ -1,0 +1,24 @@
+# Two commands on a fresh machine: `make demo` runs the seed tutorial on CPU, `make test` runs the tests.
+# Each installs what it needs. torch is pinned to the version already on the machine (a local file
+# there); override with `make test TORCH_VERSION=...`.
+PYTHON ?= python3
+TORCH_VERSION ?= 2.13.0
+EXTRAS ?= test,onnxrt,tvm
+PYTEST_ARGS ?=
+
+.PHONY: install demo test bench
+
+install:
+	@$(PYTHON) -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$(TORCH_VERSION)' else 1)" 2>/dev/null \
+		|| $(PYTHON) -m pip install --quiet "torch==$(TORCH_VERSION)"
+	$(PYTHON) -m pip install --quiet -e ".[$(EXTRAS)]"
+
+demo: install
+	$(PYTHON) examples/demo.py
+
+test: install
+	$(PYTHON) -m pytest -q $(PYTEST_ARGS) tests; rc=$$?; \
+		if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+bench: install
+	$(PYTHON) -m benchmarks.run --device cpu

@@ -1,0 +1,193 @@
+"""``aot_autograd``: turns aten-level graph compilers into an ember backend.
+
+The backend it returns takes the torch-level graph the core captured and, per specialization:
+analyses it on fake tensors (``analysis``), traces it to a functional aten graph — forward and
+backward together when some output needs grad (``trace``) —, splits the joint graph
+(``partition``), hands the halves to the caller's compilers, and wraps them (``runtime``).
+
+Specializations. A compiled graph is only valid for the state it was traced in, so the returned
+callable keys its compiled plans on: grad mode, which tensor inputs require grad (while grad
+mode is on), and the values of non-tensor inputs (make_fx bakes them in as constants). A call
+in a new state compiles a new plan (at most ``MAX_VARIANTS``; beyond that it runs eagerly with
+a warning). In particular a graph compiled under ``torch.no_grad()`` (inference graph, no
+backward) that is later called with grad enabled and inputs requiring grad gets a training
+plan, never outputs silently cut off from autograd. Shapes, strides and dtypes are not part of
+the key: the core's guards check them before calling the backend.
+
+Failures. Anything ember_aot cannot trace or replay logs one warning on ``ember.aot`` and the
+graph runs eagerly. An exception from the caller's compilers propagates when compiling the
+first plan (the core then applies its backend-failure policy); for plans compiled later, at
+call time, it is logged and that plan runs eagerly.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx
+from torch._subclasses import FakeTensorMode
+
+from .analysis import analyze
+from .decompositions import DecompositionTable, with_required
+from .errors import AOTUnsupported
+from .partition import min_cut_partition
+from .runtime import CompiledPlan, EagerPlan
+from .trace import trace_inference, trace_joint
+
+log = logging.getLogger("ember.aot")
+
+MAX_VARIANTS = 8
+
+AtenCompiler = Callable[[torch.fx.GraphModule, list], Callable[..., Sequence[torch.Tensor]]]
+PartitionFn = Callable[..., tuple[torch.fx.GraphModule, torch.fx.GraphModule]]
+Backend = Callable[..., Callable[..., Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class AOTConfig:
+    fw_compiler: AtenCompiler
+    bw_compiler: AtenCompiler
+    inference_compiler: AtenCompiler
+    partition_fn: PartitionFn
+    decompositions: DecompositionTable
+    keep_inference_input_mutations: bool
+
+
+class _CompilerError(Exception):
+    """Wraps an exception raised by a user-supplied compiler."""
+
+
+def _placeholder_vals(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
+    return [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def _run_compiler(compiler: AtenCompiler, gm: torch.fx.GraphModule) -> Callable:
+    try:
+        return compiler(gm, _placeholder_vals(gm))
+    except Exception as exc:
+        raise _CompilerError(exc) from exc
+
+
+def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfig) -> CompiledPlan:
+    """Trace, partition and compile ``gm`` for the state of ``args`` and the current grad mode."""
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    analysis = analyze(gm, args, mode, torch.is_grad_enabled())
+    tensor_pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    if not analysis.needs_autograd:
+        traced = trace_inference(
+            gm, args, analysis, config.decompositions, mode, config.keep_inference_input_mutations
+        )
+        fw = _run_compiler(config.inference_compiler, traced.gm)
+        return CompiledPlan(
+            gm, analysis, tensor_pos, traced.mutated_inputs, traced.inputs_mutated_in_graph,
+            traced.num_fwd_outputs, fw,
+        )
+    traced = trace_joint(gm, args, analysis, config.decompositions, mode)
+    joint_inputs = _placeholder_vals(traced.gm)
+    fw_gm, bw_gm = config.partition_fn(
+        traced.gm, joint_inputs, num_fwd_outputs=traced.num_fwd_outputs
+    )
+    fw = _run_compiler(config.fw_compiler, fw_gm)
+    bw = _run_compiler(config.bw_compiler, bw_gm)
+    return CompiledPlan(
+        gm, analysis, tensor_pos, traced.mutated_inputs, [], traced.num_fwd_outputs, fw, bw,
+        traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs,
+    )
+
+
+class AOTCompiledGraph:
+    """The callable the backend returns: dispatches each call to the plan for its state."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], config: AOTConfig):
+        self.gm = gm
+        self.config = config
+        self.plans: dict[Any, CompiledPlan | EagerPlan] = {}
+        self._lock = threading.Lock()
+        self._overflow_warned = False
+        self._plan_for(self._key(example_inputs), example_inputs, first=True)
+
+    @staticmethod
+    def _key(args: Sequence[Any]) -> Any:
+        grad = torch.is_grad_enabled()
+        key = tuple(
+            (a.requires_grad and grad) if isinstance(a, torch.Tensor) else (type(a), a)
+            for a in args
+        )
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return grad, key
+
+    def _plan_for(self, key: Any, args: Sequence[Any], first: bool = False):
+        with self._lock:
+            plan = self.plans.get(key)
+            if plan is not None:
+                return plan
+            if key is None:
+                return self._eager("a non-tensor input is not hashable")
+            if len(self.plans) >= MAX_VARIANTS:
+                if not self._overflow_warned:
+                    log.warning("ember_aot: more than %d specializations; running eagerly", MAX_VARIANTS)
+                    self._overflow_warned = True
+                return EagerPlan(self.gm)
+            try:
+                plan = compile_plan(self.gm, args, self.config)
+            except _CompilerError as exc:
+                if first:
+                    raise exc.__cause__ from None
+                plan = self._eager(f"compiler failed: {type(exc.__cause__).__name__}: {exc.__cause__}")
+            except Exception as exc:  # anything we cannot trace runs eagerly
+                why = str(exc) if isinstance(exc, AOTUnsupported) else f"{type(exc).__name__}: {exc}"
+                plan = self._eager(why)
+            self.plans[key] = plan
+            return plan
+
+    def _eager(self, why: str) -> EagerPlan:
+        log.warning("ember_aot: cannot compile this graph, running it eagerly: %s", why)
+        return EagerPlan(self.gm)
+
+    def __call__(self, *args: Any) -> Any:
+        key = self._key(args)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self._plan_for(key, args)
+        return plan(*args)
+
+
+def aot_autograd(
+    fw_compiler: AtenCompiler,
+    bw_compiler: AtenCompiler | None = None,
+    partition_fn: PartitionFn | None = None,
+    decompositions: DecompositionTable | None = None,
+    inference_compiler: AtenCompiler | None = None,
+    keep_inference_input_mutations: bool = False,
+) -> Backend:
+    """A backend ``(gm, example_inputs, **kw) -> callable`` built on aten-level compilers.
+
+    ``fw_compiler`` / ``bw_compiler`` (default: ``fw_compiler``) get the forward / backward
+    halves of the joint graph; ``inference_compiler`` (default: ``fw_compiler``) gets the
+    forward-only graph used when nothing needs grad. Each is called as ``compiler(gm,
+    example_inputs)`` with a functional aten GraphModule (flat tensor placeholders, tuple output,
+    ``node.meta["val"]`` fakes) and fake example inputs, and returns a callable taking the flat
+    inputs and returning a tuple/list. ``partition_fn`` defaults to ``min_cut_partition``;
+    ``decompositions`` to ``default_decompositions()``. With ``keep_inference_input_mutations``
+    the inference graph keeps its ``copy_`` into mutated inputs instead of returning the new
+    values for the runtime to write back.
+    """
+    config = AOTConfig(
+        fw_compiler=fw_compiler,
+        bw_compiler=bw_compiler or fw_compiler,
+        inference_compiler=inference_compiler or fw_compiler,
+        partition_fn=partition_fn or min_cut_partition,
+        decompositions=with_required(decompositions),
+        keep_inference_input_mutations=keep_inference_input_mutations,
+    )
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any):
+        return AOTCompiledGraph(gm, example_inputs, config)
+
+    return backend

@@ -1,0 +1,100 @@
+"""Backend ``inductor``: torch-level fx graph -> aten graph(s) -> fused C++ kernels.
+
+Training and inference go through ``ember_aot.aot_autograd`` (forward/backward split, functional
+aten graphs with our decomposition table). Without ember_aot, inference graphs are traced here
+with ``make_fx`` + ``functionalize``; graphs that need autograd then run eagerly (one warning).
+A graph whose compilation fails runs its aten graph eagerly with one warning naming the error,
+unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+from . import debug
+from .decompositions import decompositions
+
+log = logging.getLogger("ember.inductor")
+
+
+def _strict(options: dict | None) -> bool:
+    return bool((options or {}).get("strict")) or os.environ.get("EMBER_INDUCTOR_STRICT", "") not in ("", "0")
+
+
+def make_graph_compiler(options: dict | None = None) -> Callable:
+    """``(aten_gm, example_inputs) -> callable`` with the per-graph eager fallback."""
+    strict = _strict(options)
+
+    def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        from .compile_fx import compile_aten_graph
+        try:
+            return compile_aten_graph(gm, example_inputs)
+        except Exception as exc:
+            if strict:
+                raise
+            log.warning("ember_inductor could not compile a graph (%s: %s); running it with aten",
+                        type(exc).__name__, exc)
+
+            def run(*args: Any) -> Any:
+                out = gm(*args)
+                return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+            return run
+    return compile_graph
+
+
+def _aot_autograd() -> Callable | None:
+    try:
+        import ember_aot
+    except ImportError:
+        return None
+    return getattr(ember_aot, "aot_autograd", None)
+
+
+def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
+             options: dict | None = None) -> Callable:
+    """The ``inductor`` backend (see module docstring). ``mode`` is accepted for compatibility."""
+    debug.note_fx_graph(gm)
+    compile_graph = make_graph_compiler(options)
+    aot = _aot_autograd()
+    if aot is not None:
+        backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,
+                      inference_compiler=compile_graph, decompositions=decompositions())
+        return backend(gm, example_inputs)
+    needs_grad = torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+    if needs_grad:
+        log.warning("ember_inductor: training graphs need ember_aot.aot_autograd; running eagerly")
+        return gm.forward
+    return compile_inference(gm, example_inputs, compile_graph)
+
+
+def trace_inference(gm: Callable, example_inputs: Sequence[Any]) -> tuple[torch.fx.GraphModule, Any]:
+    """Functional aten graph of ``gm`` (flat tensor outputs) and the pytree spec of its output."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    spec: list[Any] = []
+
+    def flat(*args: Any) -> list:
+        out = gm(*args)
+        leaves, s = pytree.tree_flatten(out)
+        spec.append(s)
+        return leaves
+    with torch.no_grad():
+        aten_gm = make_fx(torch.func.functionalize(flat, remove="mutations_and_views"),
+                          decomposition_table=decompositions(), tracing_mode="fake")(*example_inputs)
+    return aten_gm, spec[-1]
+
+
+def compile_inference(gm: Callable, example_inputs: Sequence[Any],
+                      compile_graph: Callable | None = None) -> Callable:
+    aten_gm, spec = trace_inference(gm, example_inputs)
+    compiled = (compile_graph or make_graph_compiler())(aten_gm, list(example_inputs))
+
+    def run(*args: Any) -> Any:
+        return pytree.tree_unflatten(list(compiled(*args)), spec)
+    run.compiled = compiled  # type: ignore[attr-defined]
+    return run

@@ -1,0 +1,133 @@
+"""On-disk compile cache and the C++ build.
+
+Shared objects are stored under ``$EMBER_CACHE_DIR`` (default ``~/.cache/ember``) in ``cpp/``,
+named by a hash of the source, the compiler's identity, the flags and the torch version. The
+directory is created owner-only and refused when other users can write to it; entries are
+written to a temporary file and renamed into place, and come with a SHA-256 of their bytes so
+that a corrupt or truncated entry is rebuilt instead of loaded.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import stat
+import subprocess
+import tempfile
+import threading
+
+import torch
+
+log = logging.getLogger("ember.inductor")
+
+CXX = os.environ.get("CXX", "g++")
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+          "-shared", "-fPIC", "-std=c++17", "-w"]
+LIBS = ["-lmvec", "-lm"]
+
+_lock = threading.Lock()
+compile_count = 0  # C++ compilations done by this process (tests read it)
+
+
+class UnsafeCacheDir(RuntimeError):
+    """The cache directory is writable by other users."""
+
+
+def cache_dir() -> str:
+    root = os.environ.get("EMBER_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ember")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    _check_private(root)
+    sub = os.path.join(root, "cpp")
+    os.makedirs(sub, mode=0o700, exist_ok=True)
+    _check_private(sub)
+    return sub
+
+
+def _check_private(path: str) -> None:
+    st = os.stat(path)
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeCacheDir(f"refusing to use cache directory {path}: writable by other users "
+                             f"(chmod 700 it or set EMBER_CACHE_DIR)")
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise UnsafeCacheDir(f"refusing to use cache directory {path}: owned by another user")
+
+
+@functools.lru_cache(None)
+def compiler_identity() -> str:
+    try:
+        out = subprocess.run([CXX, "--version"], capture_output=True, text=True, check=True).stdout
+        return out.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise RuntimeError(f"C++ compiler {CXX!r} is not usable: {exc}") from exc
+
+
+def cache_key(source: str) -> str:
+    h = hashlib.sha256()
+    for part in (source, CXX, compiler_identity(), " ".join(CFLAGS + LIBS), torch.__version__):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:40]
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def load_library(source: str) -> ctypes.CDLL:
+    """Compile ``source`` (or reuse the cached build) and load it."""
+    directory = cache_dir()
+    key = cache_key(source)
+    so_path = os.path.join(directory, f"{key}.so")
+    sum_path = so_path + ".sha256"
+    lib = _try_load(so_path, sum_path)
+    if lib is not None:
+        return lib
+    with _lock:
+        lib = _try_load(so_path, sum_path)
+        if lib is not None:
+            return lib
+        _build(source, directory, so_path, sum_path)
+        lib = _try_load(so_path, sum_path)
+        if lib is None:
+            raise RuntimeError(f"cannot load freshly built {so_path}")
+        return lib
+
+
+def _try_load(so_path: str, sum_path: str) -> ctypes.CDLL | None:
+    try:
+        with open(sum_path) as f:
+            expected = f.read().strip()
+        if _digest(so_path) != expected:
+            log.debug("cache entry %s is corrupt; rebuilding", so_path)
+            return None
+        return ctypes.CDLL(so_path)
+    except OSError:
+        return None
+
+
+def _build(source: str, directory: str, so_path: str, sum_path: str) -> None:
+    global compile_count
+    fd, src_path = tempfile.mkstemp(suffix=".cpp", dir=directory)
+    with os.fdopen(fd, "w") as f:
+        f.write(source)
+    fd, tmp_so = tempfile.mkstemp(suffix=".so", dir=directory)
+    os.close(fd)
+    try:
+        cmd = [CXX, *CFLAGS, src_path, "-o", tmp_so, *LIBS]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"C++ compilation failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+        compile_count += 1
+        digest = _digest(tmp_so)
+        fd, tmp_sum = tempfile.mkstemp(suffix=".sha256", dir=directory)
+        with os.fdopen(fd, "w") as f:
+            f.write(digest)
+        os.replace(tmp_so, so_path)
+        os.replace(tmp_sum, sum_path)
+    finally:
+        for p in (src_path, tmp_so):
+            if os.path.exists(p):
+                os.unlink(p)

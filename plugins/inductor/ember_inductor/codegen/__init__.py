@@ -1,0 +1,1 @@
+"""Code generation: kernel backends (C++ today) behind one interface, and the Python wrapper."""

@@ -1,0 +1,36 @@
+"""The interface between the scheduler and a kernel language (C++/OpenMP now, Triton next).
+
+A :class:`KernelBackend` turns every fused group of a scheduled graph into a kernel and loads
+them; the wrapper only needs, per group, the kernel's name, the buffers its parameters point to
+(in order) and a callable taking their addresses.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Protocol
+
+from ..scheduler import Scheduler
+
+
+@dataclasses.dataclass
+class CompiledKernels:
+    source: str  # the whole generated module, for debugging and caching
+    kernels: dict[int, tuple[str, list[str], Callable]]  # id(group) -> (name, param buffers, fn)
+
+
+class KernelBackend(Protocol):
+    name: str
+
+    def compile(self, scheduler: Scheduler) -> CompiledKernels:
+        """Generate, build (or fetch from the cache) and load every kernel of ``scheduler``."""
+        ...
+
+
+def backend_for(device_type: str) -> KernelBackend:
+    if device_type == "cpu":
+        from .cpp_backend import CppBackend
+        return CppBackend()
+    raise NotImplementedError(f"no kernel backend for device {device_type!r} yet")
+
+
+__all__ = ["CompiledKernels", "KernelBackend", "backend_for"]

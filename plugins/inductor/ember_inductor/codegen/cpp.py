@@ -1,0 +1,371 @@
+"""C++ kernel generation: one ``extern "C"`` function per fused group.
+
+Outer loops run in parallel with OpenMP; the innermost loop carries ``#pragma omp simd`` (with
+a reduction clause for reductions) so gcc vectorizes it. Half and bfloat16 values are computed
+in float. Values are C++ ``auto`` temporaries, common subexpressions are shared within a scope.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import sympy
+import torch
+
+from .. import indexing
+from ..indexing import FloorDiv, ModularIndexing
+from ..scheduler import FusedGroup, KernelPlan
+from ..virtualized import set_handler
+
+PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
+
+CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "half",
+         torch.bfloat16: "uint16_t", torch.int64: "int64_t", torch.int32: "int32_t",
+         torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool"}
+COMPUTE = {torch.float16: "float", torch.bfloat16: "float"}
+
+
+def ctype(dtype: torch.dtype) -> str:
+    if dtype not in CTYPE:
+        raise NotImplementedError(f"dtype {dtype} in C++ kernels")
+    return CTYPE[dtype]
+
+
+def compute_ctype(dtype: torch.dtype) -> str:
+    return COMPUTE.get(dtype, ctype(dtype))
+
+
+def cexpr(e: Any) -> str:
+    """Print a sympy index expression as C++ (int64 arithmetic)."""
+    e = sympy.sympify(e)
+    if e.is_Integer:
+        return str(int(e))
+    if e.is_Symbol:
+        return e.name
+    if isinstance(e, FloorDiv):
+        return f"({cexpr(e.args[0])} / {cexpr(e.args[1])})"
+    if isinstance(e, ModularIndexing):
+        return f"(({cexpr(e.args[0])} / {cexpr(e.args[1])}) % {cexpr(e.args[2])})"
+    if e.is_Add:
+        return "(" + " + ".join(cexpr(a) for a in e.args) + ")"
+    if e.is_Mul:
+        return "(" + " * ".join(cexpr(a) for a in e.args) + ")"
+    raise NotImplementedError(f"index expression {e}")
+
+
+def constant(value: Any, dtype: torch.dtype) -> str:
+    t = compute_ctype(dtype)
+    if dtype == torch.bool:
+        return "true" if value else "false"
+    if isinstance(value, float) or dtype.is_floating_point:
+        v = float(value)
+        if math.isnan(v):
+            return f"std::numeric_limits<{t}>::quiet_NaN()"
+        if math.isinf(v):
+            return f"{'-' if v < 0 else ''}std::numeric_limits<{t}>::infinity()"
+        return f"static_cast<{t}>({v!r})"
+    return f"static_cast<{t}>({int(value)}LL)"
+
+
+_UNARY = {
+    "neg": "(-{0})", "abs": "e_abs({0})", "exp": "std::exp({0})", "exp2": "std::exp2({0})",
+    "expm1": "std::expm1({0})", "log": "std::log({0})", "log2": "std::log2({0})",
+    "log10": "std::log10({0})", "log1p": "std::log1p({0})", "sqrt": "std::sqrt({0})",
+    "rsqrt": "(1 / std::sqrt({0}))", "sin": "std::sin({0})", "cos": "std::cos({0})",
+    "tan": "std::tan({0})", "asin": "std::asin({0})", "acos": "std::acos({0})",
+    "atan": "std::atan({0})", "sinh": "std::sinh({0})", "cosh": "std::cosh({0})",
+    "tanh": "std::tanh({0})", "asinh": "std::asinh({0})", "acosh": "std::acosh({0})",
+    "atanh": "std::atanh({0})", "erf": "std::erf({0})", "erfc": "std::erfc({0})",
+    "sigmoid": "e_sigmoid({0})", "relu": "e_relu({0})", "floor": "e_floor({0})",
+    "ceil": "e_ceil({0})", "trunc": "e_trunc({0})", "round": "e_round({0})", "sign": "e_sign({0})",
+    "reciprocal": "(1 / {0})", "logical_not": "(!{0})", "bitwise_not": "(~{0})",
+    "isnan": "({0} != {0})", "isinf": "e_isinf({0})", "square": "({0} * {0})",
+}
+_BINARY = {
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
+    "floordiv": "e_floordiv({0}, {1})", "truncdiv": "({0} / {1})", "remainder": "e_remainder({0}, {1})",
+    "fmod": "e_fmod({0}, {1})", "pow": "e_pow({0}, {1})", "maximum": "e_max({0}, {1})",
+    "minimum": "e_min({0}, {1})", "atan2": "std::atan2({0}, {1})", "eq": "({0} == {1})",
+    "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})", "gt": "({0} > {1})",
+    "ge": "({0} >= {1})", "logical_and": "({0} && {1})", "logical_or": "({0} || {1})",
+    "logical_xor": "(bool({0}) != bool({1}))", "bitwise_and": "({0} & {1})",
+    "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})", "bitwise_left_shift": "({0} << {1})",
+    "bitwise_right_shift": "({0} >> {1})", "copysign": "std::copysign({0}, {1})",
+    "hypot": "std::hypot({0}, {1})",
+}
+_RED_INIT = {"sum": "0", "prod": "1", "any": "false", "all": "true"}
+_RED_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "||", "all": "&&"}
+
+
+class Scope:
+    def __init__(self, parent: "Scope | None") -> None:
+        self.parent = parent
+        self.lines: list[str] = []
+        self.cache: dict[str, str] = {}
+
+    def lookup(self, key: str) -> str | None:
+        s: Scope | None = self
+        while s is not None:
+            if key in s.cache:
+                return s.cache[key]
+            s = s.parent
+        return None
+
+
+class Reduced:
+    """Result handle of ``ops.reduction``: the accumulator variable(s)."""
+
+    def __init__(self, var: str, index_var: str | None) -> None:
+        self.var = var
+        self.index_var = index_var
+
+
+class CppKernel:
+    """Generates the C++ function of one fused group."""
+
+    def __init__(self, name: str, group: FusedGroup, stored: set[str], buffers: dict[str, Any]) -> None:
+        self.name = name
+        self.group = group
+        self.plan: KernelPlan = group.plan
+        self.stored = stored
+        self.buffers = buffers
+        self.written = {n.name for n in group.nodes}
+        self.params: dict[str, str] = {}  # buffer name -> parameter name
+        self.tmp = 0
+        self.xv = indexing.make_vars("x", len(self.plan.outer))
+        self.rv = indexing.make_vars("r", len(self.plan.r))
+        self.ranges = dict(zip(self.xv, self.plan.outer)) | dict(zip(self.rv, self.plan.r))
+        self.scope = Scope(None)
+        self.locals: list[dict] = [{}]  # stack parallel to scopes: (name, index) -> value
+        self.red_pre: list[str] = []
+        self.red_post: list[str] = []
+        self.red_clauses: list[str] = []
+        self.red_simd = True
+
+    # -- helpers -----------------------------------------------------------------------------
+    def new_var(self, prefix: str = "t") -> str:
+        self.tmp += 1
+        return f"{prefix}{self.tmp}"
+
+    def cse(self, expr: str) -> str:
+        hit = self.scope.lookup(expr)
+        if hit is not None:
+            return hit
+        var = self.new_var()
+        self.scope.lines.append(f"auto {var} = {expr};")
+        self.scope.cache[expr] = var
+        return var
+
+    def param(self, name: str) -> str:
+        if name not in self.params:
+            prefix = "out_ptr" if name in self.written else "in_ptr"
+            self.params[name] = f"{prefix}{len(self.params)}"
+        return self.params[name]
+
+    def index(self, expr: Any) -> str:
+        return cexpr(indexing.simplify_index(expr, self.ranges))
+
+    def find_local(self, key: tuple) -> str | None:
+        for d in reversed(self.locals):
+            if key in d:
+                return d[key]
+        return None
+
+    # -- the ops handler ---------------------------------------------------------------------
+    def load(self, name: str, index: Any) -> str:
+        idx = self.index(index)
+        local = self.find_local((name, idx))
+        if local is not None:
+            return local
+        dtype = self.buffers[name].get_dtype()
+        ref = f"{self.param(name)}[{idx}]"
+        if dtype == torch.float16:
+            ref = f"static_cast<float>({ref})"
+        elif dtype == torch.bfloat16:
+            ref = f"bf16_to_float({ref})"
+        return self.cse(ref)
+
+    def _store_expr(self, name: str, value: str) -> str:
+        dtype = self.buffers[name].get_dtype()
+        if dtype == torch.float16:
+            return f"static_cast<half>({value})"
+        if dtype == torch.bfloat16:
+            return f"float_to_bf16({value})"
+        return f"static_cast<{ctype(dtype)}>({value})"
+
+    def store(self, name: str, index: Any, value: str) -> None:
+        idx = self.index(index)
+        self.locals[-1][(name, idx)] = value
+        if name in self.stored:
+            self.scope.lines.append(f"{self.param(name)}[{idx}] = {self._store_expr(name, value)};")
+
+    def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, rtype: str, value: Any) -> Reduced:
+        t = compute_ctype(src_dtype)
+        acc = self.new_var("acc")
+        if rtype in ("argmax", "argmin"):
+            v, i = value
+            idx = f"{acc}_i"
+            init = f"std::numeric_limits<{t}>::" + ("lowest()" if rtype == "argmax" else "max()")
+            if src_dtype.is_floating_point:
+                init = ("-" if rtype == "argmax" else "") + f"std::numeric_limits<{t}>::infinity()"
+            self.red_pre += [f"{t} {acc} = {init};", f"int64_t {idx} = -1;"]
+            cmp = ">" if rtype == "argmax" else "<"
+            nan_new = f"({v} != {v})" if src_dtype.is_floating_point else "false"
+            nan_acc = f"({acc} != {acc})" if src_dtype.is_floating_point else "false"
+            self.scope.lines.append(
+                f"if ({idx} < 0 || (!{nan_acc} && ({nan_new} || {v} {cmp} {acc}))) {{ {acc} = {v}; {idx} = {i}; }}")
+            self.red_simd = False
+            return Reduced(acc, idx)
+        if rtype in ("max", "min"):
+            if src_dtype.is_floating_point:
+                init = ("-" if rtype == "max" else "") + f"std::numeric_limits<{t}>::infinity()"
+            else:
+                init = f"std::numeric_limits<{t}>::" + ("lowest()" if rtype == "max" else "max()")
+            cmp = ">" if rtype == "max" else "<"
+            self.red_pre.append(f"{t} {acc} = {init};")
+            self.scope.lines.append(f"{acc} = ({value} {cmp} {acc}) ? {value} : {acc};")
+            self.red_clauses.append(f"{rtype}:{acc}")
+            if src_dtype.is_floating_point:
+                flag = f"{acc}_nan"
+                self.red_pre.append(f"int {flag} = 0;")
+                self.scope.lines.append(f"{flag} |= ({value} != {value});")
+                self.red_clauses.append(f"|:{flag}")
+                self.red_post.append(f"if ({flag}) {acc} = std::numeric_limits<{t}>::quiet_NaN();")
+            return Reduced(acc, None)
+        init = _RED_INIT[rtype]
+        self.red_pre.append(f"{t} {acc} = {init};")
+        op = {"sum": f"{acc} += {value};", "prod": f"{acc} *= {value};",
+              "any": f"{acc} = {acc} || {value};", "all": f"{acc} = {acc} && {value};"}[rtype]
+        self.scope.lines.append(op)
+        self.red_clauses.append(f"{_RED_CLAUSE[rtype]}:{acc}")
+        return Reduced(acc, None)
+
+    def store_reduction(self, name: str, index: Any, value: Reduced) -> None:
+        idx = self.index(index)
+        result = value.index_var if value.index_var is not None else value.var
+        self.locals[0][(name, idx)] = result
+        if name in self.stored:
+            self.red_post.append(f"{self.param(name)}[{idx}] = {self._store_expr(name, result)};")
+
+    def constant(self, value: Any, dtype: torch.dtype) -> str:
+        return constant(value, dtype)
+
+    def index_expr(self, expr: Any, dtype: torch.dtype) -> str:
+        return self.cse(f"static_cast<{compute_ctype(dtype)}>({self.index(expr)})")
+
+    def to_dtype(self, x: str, dtype: torch.dtype) -> str:
+        if dtype == torch.float16:
+            return self.cse(f"static_cast<float>(static_cast<half>({x}))")
+        if dtype == torch.bfloat16:
+            return self.cse(f"bf16_to_float(float_to_bf16({x}))")
+        return self.cse(f"static_cast<{ctype(dtype)}>({x})")
+
+    def where(self, cond: str, a: str, b: str) -> str:
+        return self.cse(f"({cond} ? {a} : {b})")
+
+    def masked(self, mask: str, body: Any, other: Any) -> str:
+        outer = self.scope
+        self.scope = Scope(outer)
+        self.locals.append({})
+        try:
+            value = body()
+            lines = self.scope.lines
+        finally:
+            self.scope = outer
+            self.locals.pop()
+        fn = self.new_var("fn")
+        inner = " ".join(lines)
+        self.scope.lines.append(f"auto {fn} = [&]() {{ {inner} return {value}; }};")
+        other_c = "true" if other is True else ("false" if other is False else (
+            f"std::numeric_limits<decltype({fn}())>::infinity()" if other == float("inf") else
+            f"-std::numeric_limits<decltype({fn}())>::infinity()" if other == float("-inf") else repr(other)))
+        return self.cse(f"({mask} ? {fn}() : static_cast<decltype({fn}())>({other_c}))")
+
+    def indirect_indexing(self, value: str, size: Any) -> sympy.Symbol:
+        var = self.new_var("ind")
+        self.scope.lines.append(f"int64_t {var} = static_cast<int64_t>({value});")
+        self.scope.lines.append(f"{var} = {var} < 0 ? {var} + {int(size)} : {var};")
+        return sympy.Symbol(var, integer=True)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _UNARY:
+            return lambda a: self.cse(_UNARY[name].format(a))
+        if name in _BINARY:
+            return lambda a, b: self.cse(_BINARY[name].format(a, b))
+        raise AttributeError(name)
+
+    # -- loops -------------------------------------------------------------------------------
+    def _run_nodes(self, placements: Sequence) -> None:
+        for p in placements:
+            idx, ridx = p.index_map(self.xv, self.rv)
+            p.node.body(idx, ridx)
+
+    def _inner_stage(self, placements: Sequence, parallel_r: bool) -> list[str]:
+        outer = self.scope
+        self.scope = Scope(outer)
+        self.locals.append({})
+        self.red_pre, self.red_post, self.red_clauses, self.red_simd = [], [], [], True
+        self._run_nodes(placements)
+        body = self.scope.lines
+        self.scope = outer
+        self.locals.pop()
+        loops = list(zip(self.rv, self.plan.r))
+        clauses = " ".join(f"reduction({c})" for c in self.red_clauses)
+        for k in reversed(range(len(loops))):
+            var, size = loops[k]
+            pragma = ""
+            if k == len(loops) - 1 and self.red_simd:
+                pragma = f"#pragma omp simd {clauses}"
+            if k == 0 and parallel_r and self.red_simd:
+                pragma = f"#pragma omp parallel for {'simd ' if len(loops) == 1 else ''}{clauses}"
+            body = ([pragma] if pragma else []) + [f"for (int64_t {var} = 0; {var} < {int(size)}; {var}++) {{"] + \
+                [f"  {line}" for line in body] + ["}"]
+        return self.red_pre + ["{"] + body + ["}"] + self.red_post
+
+    def generate(self) -> str:
+        plan = self.plan
+        O, R = indexing.numel(plan.outer), indexing.numel(plan.r)
+        has_red = any(n.is_reduction for n in self.group.nodes)
+        with set_handler(self):
+            if not has_red:
+                self._run_nodes(plan.stages[0][1])
+                body = self.scope.lines
+                parallel = O >= PARALLEL_MIN
+                loops = self._outer_loops(body, parallel, simd_inner=True)
+            else:
+                simple = all(t in _RED_CLAUSE for n in self.group.nodes for t in n.reduction_types)
+                parallel_r = O == 1 and R >= PARALLEL_MIN and simple and \
+                    len([s for s in plan.stages if s[0] == "inner"]) == 1
+                for level, placements in plan.stages:
+                    if level == "outer":
+                        self._run_nodes(placements)
+                    else:
+                        self.scope.lines += self._inner_stage(placements, parallel_r)
+                parallel = O >= 2 and O * max(R, 1) >= PARALLEL_MIN and not parallel_r
+                loops = self._outer_loops(self.scope.lines, parallel, simd_inner=False)
+        args = ", ".join(self._param_decl(name) for name in self.params)
+        return "\n".join([f'extern "C" void {self.name}({args}) {{'] + [f"  {l}" for l in loops] + ["}"])
+
+    def _param_decl(self, name: str) -> str:
+        t = ctype(self.buffers[name].get_dtype())
+        const = "" if name in self.written else "const "
+        return f"{const}{t}* __restrict__ {self.params[name]}"
+
+    def _outer_loops(self, body: list[str], parallel: bool, simd_inner: bool) -> list[str]:
+        loops = list(zip(self.xv, self.plan.outer))
+        n = len(loops)
+        for k in reversed(range(n)):
+            var, size = loops[k]
+            pragma = ""
+            if k == 0 and parallel:
+                if n == 1:
+                    pragma = "#pragma omp parallel for" + (" simd" if simd_inner else "")
+                else:
+                    collapse = n - 1 if simd_inner else n
+                    pragma = "#pragma omp parallel for" + (f" collapse({collapse})" if collapse > 1 else "")
+            elif k == n - 1 and simd_inner:
+                pragma = "#pragma omp simd"
+            body = ([pragma] if pragma else []) + \
+                [f"for (int64_t {var} = 0; {var} < {int(size)}; {var}++) {{"] + \
+                [f"  {line}" for line in body] + ["}"]
+        return body

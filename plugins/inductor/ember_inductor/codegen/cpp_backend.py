@@ -1,0 +1,37 @@
+"""C++/OpenMP kernel backend: one source per graph, built with the system compiler, loaded by ctypes."""
+from __future__ import annotations
+
+import ctypes
+
+from .. import cache
+from ..scheduler import FusedGroup, Scheduler
+from .common import CompiledKernels
+from .cpp import CppKernel
+from .cpp_prelude import PRELUDE
+
+
+class CppBackend:
+    name = "cpp"
+
+    def generate(self, scheduler: Scheduler) -> tuple[str, dict[int, tuple[str, list[str]]]]:
+        parts = [PRELUDE]
+        meta: dict[int, tuple[str, list[str]]] = {}
+        for g in scheduler.groups:
+            if not isinstance(g, FusedGroup):
+                continue
+            name = f"kernel{len(meta)}"
+            k = CppKernel(name, g, scheduler.stored_buffers(g), scheduler.graph.names)
+            parts.append(k.generate())
+            meta[id(g)] = (name, list(k.params))
+        return "\n\n".join(parts) + "\n", meta
+
+    def compile(self, scheduler: Scheduler) -> CompiledKernels:
+        source, meta = self.generate(scheduler)
+        lib = cache.load_library(source)
+        kernels = {}
+        for gid, (name, params) in meta.items():
+            fn = getattr(lib, name)
+            fn.argtypes = [ctypes.c_void_p] * len(params)
+            fn.restype = None
+            kernels[gid] = (name, params, fn)
+        return CompiledKernels(source, kernels)

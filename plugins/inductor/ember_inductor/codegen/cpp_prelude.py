@@ -1,0 +1,57 @@
+"""The fixed head of every generated C++ source: headers, dtype conversions and math helpers.
+
+``__FAST_MATH__`` is defined only to make glibc declare its libmvec vector variants of the math
+functions, so that ``#pragma omp simd`` loops calling exp/sin/erf/... vectorize; the code is
+still compiled without -ffast-math (NaN/inf semantics are kept).
+"""
+
+PRELUDE = r"""
+#define __FAST_MATH__ 1
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#undef __FAST_MATH__
+
+typedef _Float16 half;
+
+static inline float bf16_to_float(uint16_t v) {
+  uint32_t u = ((uint32_t)v) << 16; float f; std::memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t float_to_bf16(float f) {
+  uint32_t u; std::memcpy(&u, &f, 4);
+  if (f != f) return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+template <typename T> static inline T e_max(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
+template <typename T> static inline T e_min(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
+template <typename T> static inline T e_relu(T a) { return a < T(0) ? T(0) : a; }
+template <typename T> static inline T e_floordiv(T a, T b) {
+  if constexpr (std::numeric_limits<T>::is_integer) {
+    T q = a / b; return ((a % b != 0) && ((a < 0) != (b < 0))) ? q - 1 : q;
+  } else { return std::floor(a / b); }
+}
+template <typename T> static inline T e_remainder(T a, T b) {
+  if constexpr (std::numeric_limits<T>::is_integer) {
+    T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  } else { T r = std::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+}
+template <typename T> static inline T e_fmod(T a, T b) {
+  if constexpr (std::numeric_limits<T>::is_integer) { return a % b; } else { return std::fmod(a, b); }
+}
+template <typename T> static inline T e_pow(T a, T b) {
+  if constexpr (std::numeric_limits<T>::is_integer) {
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r;
+  } else { return std::pow(a, b); }
+}
+template <typename T> static inline T e_sign(T a) { return (a != a) ? a : (T)((T(0) < a) - (a < T(0))); }
+template <typename T> static inline T e_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
+template <typename T> static inline T e_floor(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a; else return std::floor(a); }
+template <typename T> static inline T e_ceil(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a; else return std::ceil(a); }
+template <typename T> static inline T e_trunc(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a; else return std::trunc(a); }
+template <typename T> static inline T e_round(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a; else return std::nearbyint(a); }
+template <typename T> static inline bool e_isinf(T a) { if constexpr (std::numeric_limits<T>::is_integer) return false; else return std::isinf(a); }
+template <typename T> static inline T e_abs(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a < T(0) ? T(-a) : a; else return std::fabs(a); }
+"""

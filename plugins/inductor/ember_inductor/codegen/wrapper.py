@@ -1,0 +1,183 @@
+"""The Python wrapper of a compiled graph: allocates buffers, calls kernels and aten ops.
+
+Generated as Python source (straight-line code, so the per-call overhead is a few attribute
+lookups per kernel). Buffers whose last reader has run are reused for later allocations of the
+same size, stride and dtype, or released with ``del``. A second function, ``call_checked``,
+is used on the first call: it also verifies that aten kernels returned the strides the kernels
+were compiled for.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+from .. import ir
+from ..scheduler import ExternGroup, FusedGroup, Scheduler
+
+
+class LayoutMismatch(RuntimeError):
+    """An aten kernel returned a tensor with other strides than its meta kernel promised."""
+
+
+def _reinterpret(t: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.Tensor:
+    return torch.as_strided(t, size, stride, t.storage_offset() + offset)
+
+
+def _check_layout(t: torch.Tensor, size: tuple, stride: tuple, name: str) -> None:
+    if tuple(t.shape) != size or any(s != 1 and a != b for s, a, b in zip(size, t.stride(), stride)):
+        raise LayoutMismatch(f"{name}: expected size {size} stride {stride}, got {tuple(t.shape)} {t.stride()}")
+
+
+class WrapperCodegen:
+    def __init__(self, scheduler: Scheduler, kernels: dict[int, tuple[str, list[str], Callable]]) -> None:
+        """``kernels`` maps id(group) -> (kernel name, buffer names of its parameters, callable)."""
+        self.s = scheduler
+        self.graph = scheduler.graph
+        self.kernels = kernels
+        self.globals: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided,
+                                        "reinterpret": _reinterpret, "check_layout": _check_layout}
+        self.var: dict[str, str] = {}
+        self.n_const = 0
+
+    # -- values ------------------------------------------------------------------------------
+    def _const(self, value: Any) -> str:
+        if value is None or isinstance(value, (bool, str)):
+            return repr(value)
+        if isinstance(value, int):
+            return repr(value)
+        if isinstance(value, float):
+            return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+        name = f"c{self.n_const}"
+        self.n_const += 1
+        self.globals[name] = value
+        return name
+
+    def _dtype(self, dtype: torch.dtype) -> str:
+        return f"torch.{str(dtype).split('.')[-1]}"
+
+    def _value(self, a: Any) -> str:
+        if isinstance(a, ir.ReinterpretView):
+            lay = a.layout
+            return f"reinterpret({self.var[a.data.name]}, {tuple(lay.size)}, {tuple(lay.stride)}, {lay.offset})"
+        if isinstance(a, ir.Buffer):
+            return self.var[a.name]
+        if isinstance(a, list):
+            return "[" + ", ".join(self._value(x) for x in a) + "]"
+        if isinstance(a, tuple):
+            return "(" + "".join(self._value(x) + ", " for x in a) + ")"
+        return self._const(a)
+
+    # -- lifetimes ---------------------------------------------------------------------------
+    def _roots(self) -> dict[str, str]:
+        root: dict[str, str] = {}
+        for name, buf in self.graph.names.items():
+            r = name
+            seen = set()
+            while isinstance(self.graph.names.get(r), ir.ExternOutput) and self.graph.names[r].alias_of \
+                    and r not in seen:
+                seen.add(r)
+                r = self.graph.names[r].alias_of
+            root[name] = r
+        return root
+
+    def _group_reads(self, g: Any) -> set[str]:
+        if isinstance(g, FusedGroup):
+            return set(self.kernels[id(g)][1])
+        return set(g.read_names)
+
+    def generate(self) -> tuple[str, dict[str, Any]]:
+        root = self._roots()
+        groups = self.s.groups
+        last_use: dict[str, int] = {}
+        for i, g in enumerate(groups):
+            for name in self._group_reads(g) | g.names:
+                if name in root:
+                    last_use[root[name]] = i
+        pinned = {root[ir.unwrap_storage_name(o)] for o in self.graph.outputs
+                  if isinstance(o, (ir.Buffer, ir.ReinterpretView))}
+        pinned |= {b.name for b in self.graph.inputs if b is not None}
+        body: list[str] = []
+        checked: list[str] = []
+        pool: dict[tuple, list[str]] = {}
+        live_vars: dict[str, list[str]] = {}  # root -> variable names holding it
+        alloc_key: dict[str, tuple] = {}
+        inputs = []
+        for i, b in enumerate(self.graph.inputs):
+            name = b.name if b is not None else f"s{i}"
+            inputs.append(name)
+            if b is not None:
+                self.var[name] = name
+                lay = b.layout
+                checked.append(f"check_layout({name}, {tuple(lay.size)}, {tuple(lay.stride)}, {name!r})")
+        n_var = 0
+        for i, g in enumerate(groups):
+            lines: list[str] = []
+            check: list[str] = []
+            if isinstance(g, FusedGroup):
+                kname, params, _ = self.kernels[id(g)]
+                for name in params:
+                    if name in g.names and name not in self.var:
+                        lay = self.graph.names[name].layout
+                        key = (tuple(lay.size), tuple(lay.stride), lay.dtype)
+                        if pool.get(key):
+                            var = pool[key].pop()
+                        else:
+                            var = f"b{n_var}"
+                            n_var += 1
+                            lines.append(f"{var} = empty_strided({key[0]}, {key[1]}, dtype={self._dtype(lay.dtype)})")
+                        self.var[name] = var
+                        alloc_key[name] = key
+                        live_vars.setdefault(root[name], []).append(var)
+                args = ", ".join(f"{self.var[n]}.data_ptr()" for n in params)
+                lines.append(f"{kname}({args})")
+            else:
+                kernel = g.node.kernel
+                op = self._const(kernel.op)
+                call = ", ".join([self._value(a) for a in kernel.args] +
+                                 [f"{k}={self._value(v)}" for k, v in kernel.kwargs.items()])
+                outs = [o for o in kernel.outputs]
+                if isinstance(kernel.result_spec, (list, tuple)):
+                    tmp = f"r{n_var}"
+                    n_var += 1
+                    lines.append(f"{tmp} = {op}({call})")
+                    for o in outs:
+                        var = f"b{n_var}"
+                        n_var += 1
+                        lines.append(f"{var} = {tmp}[{o.path[0]}]")
+                        self.var[o.name] = var
+                    lines.append(f"del {tmp}")
+                elif outs:
+                    var = f"b{n_var}"
+                    n_var += 1
+                    lines.append(f"{var} = {op}({call})")
+                    self.var[outs[0].name] = var
+                else:
+                    lines.append(f"{op}({call})")
+                for o in outs:
+                    live_vars.setdefault(root[o.name], []).append(self.var[o.name])
+                    lay = o.layout
+                    check.append(f"check_layout({self.var[o.name]}, {tuple(lay.size)}, {tuple(lay.stride)}, {o.name!r})")
+            frees: list[str] = []
+            for r, last in last_use.items():
+                if last != i or r in pinned or r not in live_vars:
+                    continue
+                vars_ = live_vars.pop(r)
+                if r in alloc_key and len(vars_) == 1:
+                    pool.setdefault(alloc_key[r], []).append(vars_[0])
+                else:
+                    frees.append(f"del {', '.join(sorted(set(vars_)))}")
+            body += lines + frees
+            checked += lines + check + frees
+        outs = ", ".join(self._output(o) for o in self.graph.outputs)
+        ret = f"return ({outs}{',' if len(self.graph.outputs) == 1 else ''})"
+        unpack = f"{', '.join(inputs)}{',' if len(inputs) == 1 else ''} = args" if inputs else "pass"
+        src = ["def call(args):", f"    {unpack}"] + [f"    {l}" for l in body] + [f"    {ret}", ""]
+        src += ["def call_checked(args):", f"    {unpack}"] + [f"    {l}" for l in checked] + [f"    {ret}", ""]
+        return "\n".join(src), self.globals
+
+    def _output(self, o: Any) -> str:
+        if isinstance(o, (ir.Buffer, ir.ReinterpretView)):
+            return self._value(o)
+        return self._const(o)

@@ -1,0 +1,42 @@
+"""The decomposition table the inductor backend asks ember_aot (or make_fx) to apply.
+
+Core aten decompositions, plus composite ops that become simple loops (layer norm, batch norm,
+their backwards, softmax backward, ...), minus ops that have a direct lowering (softmax, gelu)
+or run better as one aten kernel.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from torch._decomp import core_aten_decompositions, get_decompositions
+
+aten = torch.ops.aten
+
+EXTRA = [
+    aten.native_layer_norm, aten.native_layer_norm_backward, aten._softmax_backward_data,
+    aten._log_softmax_backward_data, aten.gelu_backward, aten.native_batch_norm,
+    aten.native_batch_norm_backward, aten._native_batch_norm_legit_functional,
+    aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit,
+    aten.nll_loss_forward, aten.nll_loss_backward, aten.silu, aten.silu_backward,
+    aten.tanh_backward, aten.sigmoid_backward, aten.threshold_backward, aten.native_group_norm,
+    aten.mse_loss, aten.hardtanh, aten.leaky_relu, aten.native_dropout, aten.var_mean,
+    aten.std_mean, aten.t, aten.rsub, aten.addcmul, aten.addcdiv, aten.lerp, aten.logsumexp,
+]
+KEEP = [aten._softmax.default, aten._log_softmax.default, aten.gelu.default, aten.var_mean.correction,
+        aten.addmm.default, aten.embedding.default]
+
+
+@functools.lru_cache(None)
+def _table() -> dict[Any, Any]:
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(EXTRA))
+    for op in KEEP:
+        table.pop(op, None)
+    return table
+
+
+def decompositions() -> dict[Any, Any]:
+    """A fresh copy of the table (callers may extend it)."""
+    return dict(_table())

@@ -1,0 +1,350 @@
+"""Scheduler: dependencies, dead code removal, fusion into kernels, program order.
+
+A kernel (:class:`FusedGroup`) iterates ``outer`` ranges (parallel) and, for reductions, ``r``
+ranges inside. Nodes fuse when their iteration spaces agree (same numel, or numel = outer*r for
+pointwise work inside a reduction loop) and every read of a buffer produced in the kernel is at
+exactly the index it was written at, so no value is ever recomputed and no cross-iteration
+dependence appears. Reads are analysed by running node bodies with a recording ops handler.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import sympy
+
+from . import indexing, ir
+from .indexing import FloorDiv, ModularIndexing
+from .virtualized import RecordingHandler, set_handler
+
+MAX_FUSED_NODES = 64
+
+
+class SchedulerNode:
+    """A computed buffer with its reads and writes in its own index variables."""
+
+    def __init__(self, buf: ir.ComputedBuffer, order: int) -> None:
+        self.buf = buf
+        self.name = buf.name
+        self.order = order
+        self.size, self.rsize = buf.ranges()
+        self.body = buf.store_fn()
+        self.ivars = indexing.make_vars("i", len(self.size))
+        self.jvars = indexing.make_vars("j", len(self.rsize))
+        rec = RecordingHandler()
+        with set_handler(rec):
+            self.body(self.ivars, self.jvars)
+        self.reads = rec.loads
+        self.writes = rec.stores
+        self.read_names = {n for n, _ in self.reads}
+        self.is_reduction = buf.is_reduction()
+        self.numel = indexing.numel(self.size)
+        self.rnumel = indexing.numel(self.rsize)
+        self.reduction_types = rec.reduction_types
+
+    def is_extern(self) -> bool:
+        return False
+
+
+class ExternNode:
+    def __init__(self, kernel: ir.ExternKernel, order: int) -> None:
+        self.kernel = kernel
+        self.name = kernel.name
+        self.order = order
+        self.read_names = {ir.unwrap_storage_name(b) for b in kernel.input_buffers()}
+        self.writes = [(o.name, None) for o in kernel.outputs]
+
+    def is_extern(self) -> bool:
+        return True
+
+
+@dataclasses.dataclass
+class NodePlacement:
+    node: SchedulerNode
+    level: str  # "outer" (once per outer iteration) or "inner" (inside the r loop)
+    index_map: Callable[[Sequence, Sequence], tuple[list, list]]  # kernel vars -> node vars
+
+
+@dataclasses.dataclass
+class KernelPlan:
+    outer: list
+    r: list
+    placements: list[NodePlacement]
+    stages: list[tuple[str, list[NodePlacement]]]
+
+
+def _remap(kvars: Sequence, kranges: Sequence, target: Sequence) -> list:
+    if [int(s) for s in kranges] == [int(s) for s in target]:
+        return list(kvars)
+    return indexing.delinearize(indexing.linearize(kvars, kranges), target)
+
+
+def _count_div(e: Any) -> int:
+    return len(e.atoms(FloorDiv, ModularIndexing)) if isinstance(e, sympy.Basic) else 0
+
+
+def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
+    """Loop structure for ``nodes`` in one kernel, or None when they cannot share one."""
+    reds = [n for n in nodes if n.is_reduction]
+    if reds:
+        lead = reds[0]
+        outer0, r0 = list(lead.size), list(lead.rsize)
+        if any((n.numel, n.rnumel) != (lead.numel, lead.rnumel) for n in reds):
+            return None
+    else:
+        lead = max(nodes, key=lambda n: len(n.size))
+        outer0, r0 = list(lead.size), []
+    O, R = indexing.numel(outer0), indexing.numel(r0)
+    xv, rv = indexing.make_vars("x", len(outer0)), indexing.make_vars("r", len(r0))
+    maps: list[tuple[SchedulerNode, str, Callable]] = []
+    for n in nodes:
+        if n.is_reduction:
+            maps.append((n, "inner", lambda x, r, n=n, o=outer0, rr=r0: (
+                _remap(x, o, n.size), _remap(r, rr, n.rsize))))
+        elif n.numel == O:
+            maps.append((n, "outer", lambda x, r, n=n, o=outer0: (_remap(x, o, n.size), [])))
+        elif R > 1 and n.numel == O * R:
+            k, acc = 0, 1
+            while k < len(n.size) and acc != O:
+                acc *= int(n.size[k])
+                k += 1
+            if acc != O:
+                return None
+            maps.append((n, "inner", lambda x, r, n=n, k=k, o=outer0, rr=r0: (
+                _remap(x, o, n.size[:k]) + _remap(r, rr, n.size[k:]), [])))
+        else:
+            return None
+    ranges = dict(zip(xv, outer0)) | dict(zip(rv, r0))
+    exprs = _mapped_exprs(maps, xv, rv, ranges)
+    if exprs is None:
+        return None
+    # merge loop dimensions jointly for every index expression of the kernel
+    all_exprs = [e for per in exprs.values() for lst in per for _, e in lst]
+    outer1, re_x = indexing.merge_loops(outer0, all_exprs, xv)
+    r1, re_r = indexing.merge_loops(r0, all_exprs, rv)
+    placements = [NodePlacement(n, level, lambda x, r, f=f: f(re_x(x), re_r(r)))
+                  for n, level, f in maps]
+    return KernelPlan(outer1, r1, placements, _stages(placements, reds))
+
+
+def _mapped_exprs(maps: list, xv: list, rv: list, ranges: dict) -> dict | None:
+    """Index expressions of every node in kernel variables; None if fusion would be illegal."""
+    out: dict[str, tuple[list, list]] = {}
+    written: dict[str, Any] = {}
+    for n, level, f in maps:
+        idx, ridx = f(xv, rv)
+        sub = dict(zip(n.ivars, idx)) | dict(zip(n.jvars, ridx))
+
+        def conv(e: Any) -> Any:
+            return indexing.simplify_index(sympy.sympify(e).xreplace(sub), ranges)
+        reads = [(name, conv(e)) for name, e in n.reads]
+        writes = [(name, conv(e)) for name, e in n.writes]
+        extra = sum(_count_div(e) for _, e in reads + writes) - sum(
+            _count_div(e) for _, e in n.reads + n.writes)
+        if extra > 0:
+            return None
+        for name, e in reads:
+            if name in written and written[name] != e:
+                return None
+        for name, e in writes:
+            written[name] = e
+        out[n.name] = (reads, writes)
+    return out
+
+
+def _stages(placements: list[NodePlacement], reds: list) -> list[tuple[str, list[NodePlacement]]]:
+    stages: list[tuple[str, list[NodePlacement]]] = []
+    if not reds:
+        return [("outer", list(placements))]
+    for p in placements:
+        if stages and stages[-1][0] == p.level:
+            produced = {q.node.name for q in stages[-1][1] if q.node.is_reduction}
+            if p.level == "outer" or not (p.node.read_names & produced):
+                stages[-1][1].append(p)
+                continue
+        stages.append((p.level, [p]))
+    return stages
+
+
+class FusedGroup:
+    def __init__(self, nodes: list[SchedulerNode], plan: KernelPlan) -> None:
+        self.nodes = nodes
+        self.plan = plan
+        self.names = {n.name for n in nodes}
+        self.order = min(n.order for n in nodes)
+        self.read_names = set().union(*(n.read_names for n in nodes)) - self.names
+
+    def is_extern(self) -> bool:
+        return False
+
+
+class ExternGroup:
+    def __init__(self, node: ExternNode) -> None:
+        self.node = node
+        self.nodes = [node]
+        self.names = {o for o, _ in node.writes} | {node.name}
+        self.order = node.order
+        self.read_names = set(node.read_names)
+
+    def is_extern(self) -> bool:
+        return True
+
+
+class Scheduler:
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self.output_names = {ir.unwrap_storage_name(o) for o in graph.outputs
+                             if isinstance(o, (ir.Buffer, ir.ReinterpretView))}
+        nodes: list[Any] = []
+        for i, op in enumerate(graph.operations):
+            nodes.append(ExternNode(op, i) if isinstance(op, ir.ExternKernel) else SchedulerNode(op, i))
+        self.nodes = self._remove_dead(nodes)
+        self.groups = self._fuse()
+        self.groups = self._order(self.groups)
+
+    # -- dead code -------------------------------------------------------------------------
+    def _remove_dead(self, nodes: list[Any]) -> list[Any]:
+        producer = {}
+        for n in nodes:
+            for name, _ in n.writes:
+                producer[name] = n
+        live: set[int] = set()
+        stack = [producer[name] for name in self.output_names if name in producer]
+        stack += [n for n in nodes if n.is_extern() and n.kernel.mutates]
+        for n in nodes:
+            if n.is_extern():
+                for o in n.kernel.outputs:
+                    if o.alias_of and o.name in self.output_names and o.alias_of in producer:
+                        stack.append(producer[o.alias_of])
+        while stack:
+            n = stack.pop()
+            if id(n) in live:
+                continue
+            live.add(id(n))
+            for name in n.read_names:
+                if name in producer:
+                    stack.append(producer[name])
+                    p = producer[name]
+                    if p.is_extern():
+                        for o in p.kernel.outputs:
+                            if o.name == name and o.alias_of in producer:
+                                stack.append(producer[o.alias_of])
+        return [n for n in nodes if id(n) in live]
+
+    # -- fusion ----------------------------------------------------------------------------
+    def _fuse(self) -> list[Any]:
+        groups: list[Any] = []
+        group_of: dict[str, Any] = {}
+        for n in self.nodes:
+            if n.is_extern():
+                g: Any = ExternGroup(n)
+            else:
+                plan = plan_kernel([n])
+                assert plan is not None
+                g = FusedGroup([n], plan)
+            groups.append(g)
+            for name in g.names:
+                group_of[name] = g
+        self._barriers = [g for g in groups if g.is_extern() and g.node.kernel.mutates]
+        changed = True
+        while changed:
+            changed = False
+            for g in list(groups):
+                if g not in groups or g.is_extern():
+                    continue
+                candidates = [group_of[name] for name in sorted(g.read_names) if name in group_of]
+                readers = {name: None for name in g.read_names}
+                candidates += [h for h in groups if h is not g and not h.is_extern()
+                               and h.read_names & readers.keys()]
+                for h in candidates:
+                    if h is g or h.is_extern() or h not in groups:
+                        continue
+                    merged = self._try_merge(h, g, groups)
+                    if merged is not None:
+                        groups = [x for x in groups if x is not h and x is not g] + [merged]
+                        for name in merged.names:
+                            group_of[name] = merged
+                        g = merged
+                        changed = True
+        return groups
+
+    def _try_merge(self, a: FusedGroup, b: FusedGroup, groups: list[Any]) -> FusedGroup | None:
+        nodes = sorted(a.nodes + b.nodes, key=lambda n: n.order)
+        if len(nodes) > MAX_FUSED_NODES:
+            return None
+        lo, hi = min(a.order, b.order), max(max(n.order for n in a.nodes), max(n.order for n in b.nodes))
+        if any(lo < x.order < hi for x in self._barriers):
+            return None
+        if self._path_through_other(a, b, groups) or self._path_through_other(b, a, groups):
+            return None
+        plan = plan_kernel(nodes)
+        return None if plan is None else FusedGroup(nodes, plan)
+
+    def _path_through_other(self, src: Any, dst: Any, groups: list[Any]) -> bool:
+        """Is there a dependency path src -> X -> ... -> dst with X another group?"""
+        readers: dict[str, list[Any]] = {}
+        for g in groups:
+            for name in g.read_names:
+                readers.setdefault(name, []).append(g)
+
+        def consumers_of(g: Any) -> list[Any]:
+            return [h for name in g.names for h in readers.get(name, []) if h is not g]
+        stack = [h for h in consumers_of(src) if h is not dst]
+        seen: set[int] = set()
+        while stack:
+            g = stack.pop()
+            if id(g) in seen:
+                continue
+            seen.add(id(g))
+            for h in consumers_of(g):
+                if h is dst:
+                    return True
+                stack.append(h)
+        return False
+
+    def _order(self, groups: list[Any]) -> list[Any]:
+        """Topological order of the groups, program order among independent ones."""
+        producer = {name: g for g in groups for name in g.names}
+        deps = {id(g): {id(producer[n]) for n in g.read_names if n in producer} - {id(g)} for g in groups}
+        for b in self._barriers:
+            bg = producer[b.node.name]
+            for g in groups:
+                if g is bg:
+                    continue
+                if g.order < b.order:
+                    deps[id(bg)].add(id(g))
+                else:
+                    deps[id(g)].add(id(bg))
+        done: set[int] = set()
+        out: list[Any] = []
+        pending = sorted(groups, key=lambda g: g.order)
+        while pending:
+            for g in pending:
+                if deps[id(g)] <= done:
+                    out.append(g)
+                    done.add(id(g))
+                    pending.remove(g)
+                    break
+            else:
+                raise RuntimeError("cycle in the fused graph")
+        return out
+
+    # -- what must be stored ---------------------------------------------------------------
+    def stored_buffers(self, group: FusedGroup) -> set[str]:
+        """Buffers written by ``group`` that must live in memory (others stay in registers)."""
+        outside: set[str] = set(self.output_names)
+        for g in self.groups:
+            if g is not group:
+                outside |= g.read_names
+        stage_of = {p.node.name: k for k, (_, ps) in enumerate(group.plan.stages) for p in ps}
+        keep = set()
+        for n in group.nodes:
+            if n.name in outside:
+                keep.add(n.name)
+                continue
+            stage = stage_of[n.name]
+            if n.is_reduction or group.plan.stages[stage][0] == "outer":
+                continue  # available as a local for the rest of the outer iteration
+            if any(n.name in m.read_names and stage_of[m.name] != stage for m in group.nodes):
+                keep.add(n.name)
+        return keep

@@ -1,0 +1,279 @@
+"""Differential test harness for the capture corpus.
+
+A :class:`Case` is a function (or an nn.Module factory) plus several argument tuples. For each
+case the harness runs the function eagerly and through ``ember.compile(fn, backend=<counting>)``
+on every argument tuple (each call gets its own clone of the arguments, so in-place work on
+inputs is compared too), then runs all argument tuples a second time to check that the cache
+is hit. It compares:
+
+- outputs, structurally (container types, namedtuple classes, dict keys, torch.Size, Python
+  scalars by value and type, tensors with ``torch.testing.assert_close`` incl. dtype/shape);
+- identity: when eager returns (part of) an input object unchanged, the compiled call must
+  return the corresponding input object of its own call;
+- arguments after the call (in-place mutation of inputs must match eager);
+- optional extra state (``state=lambda mod_or_fn, args: ...``), e.g. module buffers;
+- warnings: whole-graph cases must emit no warning starting with ``ember:``; breaking cases
+  (``breaks="fragment"``) must emit one that contains ``fragment``;
+- the number of graphs the backend received (``graphs=``), after the first pass and unchanged
+  after the second pass.
+
+Cases become pytest params through :func:`params`, which attaches ``xfail`` (strict) and the
+``breaks`` marker.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+from typing import Any, Callable
+
+import pytest
+import torch
+
+import ember
+
+SEED = 1234
+
+
+class CountingBackend:
+    """``(gm, example_inputs) -> gm.forward``, remembering each graph."""
+
+    def __init__(self) -> None:
+        self.graphs: list[torch.fx.GraphModule] = []
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        self.graphs.append(gm)
+        return gm.forward
+
+    @property
+    def count(self) -> int:
+        return len(self.graphs)
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    fn: Callable[..., Any] | None = None
+    args: list[Any] = dataclasses.field(default_factory=list)  # tuples, or dicts {"args":..., "kwargs":...}
+    graphs: int | None = None  # total graphs expected after all argument tuples (None: not checked)
+    module: Callable[[], torch.nn.Module] | None = None  # factory; eager and compiled get deep copies
+    breaks: str | None = None  # expected fragment of the fallback warning; marks the case `breaks`
+    xfail: str | None = None  # reason of a known ember bug (strict xfail)
+    state: Callable[[Any, tuple], Any] | None = None  # extra state to compare after each call
+    atol: float | None = None
+    rtol: float | None = None
+    second_pass: bool = True  # run all argument tuples again and expect no new graph
+
+    def param(self) -> Any:
+        marks = []
+        if self.breaks is not None:
+            marks.append(pytest.mark.breaks)
+        if self.xfail is not None:
+            marks.append(pytest.mark.xfail(strict=True, reason=self.xfail))
+        return pytest.param(self, id=self.name, marks=marks)
+
+
+def params(cases: list[Case]) -> list[Any]:
+    names = [c.name for c in cases]
+    dupes = {n for n in names if names.count(n) > 1}
+    assert not dupes, f"duplicate case names: {dupes}"
+    return [c.param() for c in cases]
+
+
+# -- cloning and comparing -----------------------------------------------------------------
+def clone(value: Any) -> Any:
+    """A copy of an argument tree: tensors cloned (keeping requires_grad), containers rebuilt."""
+    if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.nn.Parameter):
+            return torch.nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
+        out = value.detach().clone()
+        if value.requires_grad:
+            out.requires_grad_(True)
+        return out
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    if isinstance(value, tuple):
+        items = [clone(v) for v in value]
+        if hasattr(type(value), "_fields"):
+            return type(value)(*items)
+        return type(value)(items)
+    if isinstance(value, dict):
+        return type(value)((k, clone(v)) for k, v in value.items())
+    return value
+
+
+_ATOMIC = (int, float, bool, complex, str, bytes, type(None), torch.dtype, torch.device)
+
+
+def assert_same(expected: Any, actual: Any, path: str = "out", atol: float | None = None,
+                rtol: float | None = None) -> None:
+    """Structural equality; tensors with assert_close (same dtype, shape, device)."""
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {type(actual).__name__}"
+        assert type(actual) is type(expected), f"{path}: tensor class {type(actual)} != {type(expected)}"
+        assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+        assert actual.requires_grad == expected.requires_grad, f"{path}: requires_grad differs"
+        kw = {} if atol is None else {"atol": atol, "rtol": rtol if rtol is not None else 0}
+        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}", **kw)
+        return
+    assert type(actual) is type(expected), f"{path}: type {type(actual).__name__} != {type(expected).__name__}"
+    if isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            assert_same(e, a, f"{path}[{i}]", atol, rtol)
+        return
+    if isinstance(expected, dict):
+        assert list(actual.keys()) == list(expected.keys()), f"{path}: keys {list(actual)} != {list(expected)}"
+        for k in expected:
+            assert_same(expected[k], actual[k], f"{path}[{k!r}]", atol, rtol)
+        return
+    if isinstance(expected, float) and expected != expected:
+        assert actual != actual, f"{path}: expected nan, got {actual!r}"
+        return
+    assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def _object_paths(value: Any, path: str, out: dict[int, str]) -> None:
+    """id -> path of every mutable/identity-bearing object inside an argument tree."""
+    if isinstance(value, _ATOMIC):
+        return
+    out.setdefault(id(value), path)
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _object_paths(v, f"{path}[{i}]", out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _object_paths(v, f"{path}[{k!r}]", out)
+
+
+def assert_identity(expected: Any, actual: Any, eager_in: dict[int, str], compiled_in: dict[int, str],
+                    path: str = "out") -> None:
+    """Where eager returned an input object itself, compiled must return its own input object."""
+    if isinstance(expected, _ATOMIC):
+        return
+    where = eager_in.get(id(expected))
+    if where is not None:
+        got = compiled_in.get(id(actual))
+        assert got == where, f"{path}: eager returned input {where} itself, compiled returned {got or 'a new object'}"
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            assert_identity(e, a, eager_in, compiled_in, f"{path}[{i}]")
+    elif isinstance(expected, dict) and isinstance(actual, dict):
+        for k in expected:
+            if k in actual:
+                assert_identity(expected[k], actual[k], eager_in, compiled_in, f"{path}[{k!r}]")
+
+
+# -- running ---------------------------------------------------------------------------------
+def _split(entry: Any) -> tuple[tuple, dict]:
+    if isinstance(entry, dict) and set(entry) <= {"args", "kwargs"}:
+        return tuple(entry.get("args", ())), dict(entry.get("kwargs", {}))
+    assert isinstance(entry, tuple), f"argument entries are tuples or {{'args', 'kwargs'}} dicts, got {entry!r}"
+    return entry, {}
+
+
+def _ember_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if str(w.message).startswith("ember:")]
+
+
+def run_case(case: Case) -> CountingBackend:
+    ember.reset()
+    backend = CountingBackend()
+    if case.module is not None:
+        torch.manual_seed(SEED)
+        base = case.module()
+        eager_target = copy.deepcopy(base)
+        compiled_obj = copy.deepcopy(base)
+        compiled = ember.compile(compiled_obj, backend=backend)
+    else:
+        assert case.fn is not None
+        eager_target = compiled_obj = case.fn
+        compiled = ember.compile(case.fn, backend=backend)
+    assert case.args, f"{case.name}: no argument tuples"
+
+    fallback_messages: list[str] = []
+    passes = 2 if case.second_pass else 1
+    count_after_first = None
+    for pass_no in range(passes):
+        for n, entry in enumerate(case.args):
+            args, kwargs = _split(entry)
+            eager_args, eager_kwargs = clone(args), clone(kwargs)
+            comp_args, comp_kwargs = clone(args), clone(kwargs)
+            where = f"{case.name} pass {pass_no + 1} args #{n}"
+
+            torch.manual_seed(SEED)
+            expected_exc = None
+            try:
+                expected = eager_target(*eager_args, **eager_kwargs)
+            except Exception as exc:  # the compiled call must raise the same
+                expected_exc = exc
+            torch.manual_seed(SEED)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if expected_exc is not None:
+                    with pytest.raises(type(expected_exc)):
+                        compiled(*comp_args, **comp_kwargs)
+                else:
+                    actual = compiled(*comp_args, **comp_kwargs)
+            messages = _ember_warnings(caught)
+            fallback_messages.extend(messages)
+            if case.breaks is None:
+                assert not messages, f"{where}: unexpected fallback: {messages}"
+            if expected_exc is not None:
+                continue
+
+            assert_same(expected, actual, f"{where}: out", case.atol, case.rtol)
+            eager_in: dict[int, str] = {}
+            comp_in: dict[int, str] = {}
+            _object_paths(list(eager_args) + [eager_kwargs], "args", eager_in)
+            _object_paths(list(comp_args) + [comp_kwargs], "args", comp_in)
+            if case.module is not None:
+                eager_in.setdefault(id(eager_target), "module")
+                comp_in.setdefault(id(compiled_obj), "module")
+            assert_identity(expected, actual, eager_in, comp_in, f"{where}: out")
+            # inputs after the call (in-place mutation must match eager)
+            assert_same(eager_args, comp_args, f"{where}: args after call", case.atol, case.rtol)
+            assert_same(eager_kwargs, comp_kwargs, f"{where}: kwargs after call", case.atol, case.rtol)
+            if case.module is not None:
+                assert_same(_module_state(eager_target), _module_state(compiled_obj),
+                            f"{where}: module state", case.atol, case.rtol)
+            if case.state is not None:
+                assert_same(case.state(eager_target, eager_args), case.state(compiled_obj, comp_args),
+                            f"{where}: state", case.atol, case.rtol)
+        if pass_no == 0:
+            count_after_first = backend.count
+
+    if case.breaks is not None:
+        assert any(case.breaks in m for m in fallback_messages), (
+            f"{case.name}: expected a fallback warning naming {case.breaks!r}, got {fallback_messages}")
+    elif case.graphs is not None:
+        assert count_after_first == case.graphs, (
+            f"{case.name}: expected {case.graphs} graph(s) after the first pass, got {count_after_first}")
+    if case.breaks is None and passes == 2:
+        assert backend.count == count_after_first, (
+            f"{case.name}: second pass over the same arguments compiled again "
+            f"({count_after_first} -> {backend.count} graphs): guards miss the cache")
+    return backend
+
+
+def _module_state(mod: torch.nn.Module) -> dict[str, Any]:
+    state = {k: v for k, v in mod.state_dict(keep_vars=False).items()}
+    state["__training__"] = mod.training
+    return state
+
+
+def case(name: str, *args: Any, **kwargs: Any) -> Callable[[Callable], Case]:
+    """Decorator form: ``@case("name", args=[...], graphs=1)`` over the function."""
+    def make(fn: Callable) -> Case:
+        return Case(name, fn, *args, **kwargs)
+    return make
+
+
+def t(*shape: int, dtype: torch.dtype = torch.float32, seed: int | None = None) -> torch.Tensor:
+    """A small deterministic tensor (ints for integer dtypes, bools for torch.bool)."""
+    g = torch.Generator().manual_seed(seed if seed is not None else (sum(shape) * 31 + len(shape)))
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if not dtype.is_floating_point and not dtype.is_complex:
+        return torch.randint(-5, 6, shape, generator=g).to(dtype)
+    return torch.randn(shape, generator=g).to(dtype)

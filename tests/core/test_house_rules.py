@@ -1,0 +1,82 @@
+"""Product code never calls torch.compile's machinery; modules stay small and documented."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PRODUCT = [p for root in ("core", "plugins") for p in (REPO / root).rglob("*.py")]
+
+FORBIDDEN = (
+    "torch.compile", "torch._dynamo", "torch._inductor", "torch.export", "functorch.compile",
+    "torch._functorch.aot_autograd", "torch._functorch.partitioners",
+)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_forbidden(name: str) -> bool:
+    return any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
+
+
+def forbidden_uses(source: str) -> list[tuple[int, str]]:
+    """(line, name) for every import, attribute chain or module-name string that is forbidden."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(n.body[0].value) for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+        and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Attribute):
+            dotted = _dotted(node)
+            names = [dotted] if dotted else []
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            names = [node.value.split(":")[0]]
+        found += [(node.lineno, n) for n in names if _is_forbidden(n)]
+    return found
+
+
+def test_product_code_does_not_call_torch_compile_machinery():
+    offenders = [
+        f"{p.relative_to(REPO)}:{line}: {name}"
+        for p in PRODUCT
+        for line, name in forbidden_uses(p.read_text())
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_check_catches_each_spelling():
+    bad = (
+        "import torch._dynamo as dynamo\n"
+        "from torch._inductor import config\n"
+        "from torch import export\n"
+        "y = torch.compile(f)\n"
+        "importlib.import_module('torch._functorch.aot_autograd')\n"
+    )
+    assert len({line for line, _ in forbidden_uses(bad)}) == 5
+    assert forbidden_uses('"""Unlike torch.compile, ember..."""\n# torch._dynamo in a comment\n') == []
+
+
+def test_every_product_module_has_a_docstring():
+    missing = []
+    for path in PRODUCT:
+        text = path.read_text()
+        if text.strip() and ast.get_docstring(ast.parse(text)) is None:
+            missing.append(str(path.relative_to(REPO)))
+    assert not missing, missing
