@@ -8,13 +8,13 @@ from typing import Any, Callable
 import torch
 
 from .backends import REGISTRY
-from .compiled import BackendChoice, CompiledFunction, make_wrapper, reset_all
+from .compiled import BackendChoice, CompiledFunction, OptimizedModuleLike, make_wrapper, reset_all
 from .plugin import CompilerFn
 
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-class OptimizedModule(torch.nn.Module):
+class OptimizedModule(torch.nn.Module, OptimizedModuleLike):
     """What ``ember.compile(module)`` returns: calls go through the compiled forward.
 
     The original module is ``_orig_mod`` (so ``state_dict`` keys carry that prefix, as with

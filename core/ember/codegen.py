@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from .capture.sources import Constants
 
 
 def _exec(src: str, name: str, namespace: dict[str, Any]) -> Callable:
@@ -71,14 +70,15 @@ def make_eager_caller(fn: Callable) -> Callable[[dict], Any]:
 def make_runner(
     compiled: Callable | None,
     input_exprs: list[str],
-    return_expr: str,
-    consts: Constants,
+    tail: list[str],
+    namespace: dict[str, Any],
 ) -> Callable[[dict], Any]:
-    """``run(L)``: gather the graph inputs, call the compiled graph, rebuild the result."""
-    namespace: dict[str, Any] = dict(consts.values)
+    """``run(L)``: gather the graph inputs, call the compiled graph, then ``tail`` (which
+    rebuilds the result, or performs a graph break's native step and calls a resume function)."""
+    namespace = dict(namespace)
     lines = ["def ___run(L):"]
     if compiled is not None:
         namespace["___compiled"] = compiled
         lines.append(f"    ___o = ___compiled({', '.join(input_exprs)})")
-    lines.append(f"    return {return_expr}")
+    lines.extend(tail)
     return _exec("\n".join(lines) + "\n", "___run", namespace)

@@ -19,6 +19,9 @@ import torch
 
 from . import config
 from .capture import capture
+from .capture.breaks import ResumeRequest
+from .capture.calls import has_hooks
+from .capture.resume import make_resume_function
 from .codegen import make_binder, make_eager_caller, make_runner
 from .errors import BackendCompilerFailed, Unsupported
 
@@ -29,6 +32,10 @@ log_guards = logging.getLogger("ember.guards")
 log_fallback = logging.getLogger("ember.fallback")
 
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+
+
+class OptimizedModuleLike:
+    """Marker base for modules that already call compiled code (ember's OptimizedModule)."""
 
 
 class Entry(NamedTuple):
@@ -63,6 +70,10 @@ class CompiledFunction:
         self.limit_warned = False
         self.compile_times: list[float] = []
         self.fallback_reasons: list[str] = []
+        self.break_reasons: list[str] = []
+        self.resumes: dict[tuple, Callable] = {}
+        self.callees: "weakref.WeakKeyDictionary[Any, Callable]" = weakref.WeakKeyDictionary()
+        self.parent: CompiledFunction | None = None
         _ALL.add(self)
 
     @property
@@ -73,6 +84,8 @@ class CompiledFunction:
     def reset(self) -> None:
         with self.lock:
             self.entries.clear()
+            self.resumes.clear()
+            self.callees.clear()
             self.limit_warned = False
 
     def miss(self, L: dict) -> Any:
@@ -100,24 +113,70 @@ class CompiledFunction:
     def _compile(self, L: dict) -> Entry:
         start = time.perf_counter()
         try:
-            cap = capture(self.fn, L)
+            cap = capture(self.fn, L, allow_breaks=not self.fullgraph)
         except Unsupported as exc:
             return self._fallback_entry(exc)
+        if cap.break_exc is not None:
+            self._note_break(cap.break_exc)
         gm = cap.graph_module
         compiled = None
         if gm is not None:
             if log_graph.isEnabledFor(logging.INFO):
                 log_graph.info("graph of %s:\n%s", self.name, gm.print_readable(print_output=False))
             compiled = self.backend.compile(gm, cap.example_inputs)
-        runner = make_runner(compiled, [s.expr(cap.consts) for s in cap.input_sources], cap.return_expr, cap.consts)
+        namespace = dict(cap.consts.values)
+        if cap.resumes:
+            namespace["___callee"] = self.callee
+            for request in cap.resumes:
+                namespace[request.const_name] = self.resume_function(request)
+        inputs = [s.expr(cap.consts) for s in cap.input_sources]
+        runner = make_runner(compiled, inputs, cap.tail, namespace)
         guard, reasons = cap.guards.compile()
         if log_guards.isEnabledFor(logging.INFO):
             log_guards.info("guards of %s:\n  %s", self.name, "\n  ".join(cap.guards.describe()))
         self.compile_times.append(time.perf_counter() - start)
         return Entry(guard, runner, reasons, gm, cap.guards.describe())
 
+    def _note_break(self, exc: Unsupported) -> None:
+        message = format_unsupported(exc)
+        self.break_reasons.append(message)
+        log_breaks.info("graph break in %s: %s", self.name, message)
+
+    def resume_function(self, request: ResumeRequest) -> Callable:
+        """The compiled resume function for a break point, made once per break point."""
+        key = (request.offset, request.layout, request.local_names)
+        wrapper = self.resumes.get(key)
+        if wrapper is None:
+            fn = make_resume_function(self.fn, request.offset, request.layout, request.local_names)
+            child = CompiledFunction(fn, self.backend, fullgraph=False)
+            child.parent = self
+            wrapper = self.resumes[key] = make_wrapper(child)
+        return wrapper
+
+    def callee(self, fn: Any) -> Any:
+        """What a broken call site calls: an ember-compiled version of Python code, else ``fn``."""
+        if isinstance(fn, types.FunctionType) and not hasattr(fn, "__ember__"):
+            compiled = self.callees.get(fn)
+            if compiled is None:
+                compiled = self.callees[fn] = make_wrapper(CompiledFunction(fn, self.backend, False))
+            return compiled
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            inner = self.callee(fn.__func__)
+            return types.MethodType(inner, fn.__self__) if inner is not fn.__func__ else fn
+        if isinstance(fn, torch.nn.Module) and not isinstance(fn, OptimizedModuleLike) and not has_hooks(fn):
+            forward = type(fn).forward
+            if isinstance(forward, types.FunctionType) and type(fn).__call__ is torch.nn.Module.__call__:
+                compiled = self.callees.get(fn)
+                if compiled is None:
+                    cf = CompiledFunction(forward, self.backend, fullgraph=False)
+                    compiled = self.callees[fn] = make_wrapper(cf, bound_self=fn, has_self=True)
+                return compiled
+        return fn
+
     def _fallback_entry(self, exc: Unsupported) -> Entry:
         message = format_unsupported(exc)
+        if getattr(exc, "no_break_reason", None) and exc.no_break_reason != "fullgraph=True":
+            message += f"\n(no graph break possible: {exc.no_break_reason})"
         if self.fullgraph:
             raise Unsupported(f"ember could not capture {self.name} as one graph (fullgraph=True):\n{message}") from exc
         self.fallback_reasons.append(message)

@@ -116,6 +116,11 @@ class GuardSet:
         fn = self.consts.name(torch.is_grad_enabled, "f")
         self.checks.append(Check(f"{fn}() is {enabled}", f"grad mode is {'on' if enabled else 'off'}"))
 
+    def inference_mode(self) -> None:
+        enabled = torch.is_inference_mode_enabled()
+        fn = self.consts.name(torch.is_inference_mode_enabled, "f")
+        self.checks.append(Check(f"{fn}() is {enabled}", f"inference mode is {'on' if enabled else 'off'}"))
+
     def compile(self, name: str = "guard") -> tuple[GuardFn, Callable[[dict], list[str]]]:
         """Generate ``guard(L)`` and ``reasons(L)``."""
         body = " and ".join(f"({c.expr})" for c in self.checks) or "True"

@@ -40,11 +40,26 @@ def test_f2_python_scalar_argument_recompiles_per_value():
 
 
 def test_data_dependent_branch_gives_eager_results():
-    opt = ember.compile(f1, backend="eager")
+    backend = CountingBackend()
+    opt = ember.compile(f1, backend=backend)
     x, y = torch.randn(5, 5), torch.randn(5, 5)
-    with expect_fallback("data-dependent branch"):
+    with no_fallback():  # a graph break, not an eager fallback
         torch.testing.assert_close(opt(x.abs(), y), y)
-    torch.testing.assert_close(opt(-x.abs(), y), -y)
+        torch.testing.assert_close(opt(-x.abs(), y), -y)
+    assert backend.count == 2  # x.sum() < 0, then -y on one branch (y alone needs no graph)
+
+
+def test_unsupported_construct_inside_try_falls_back_with_reason():
+    def f(x):
+        try:
+            print("in try")
+            return x + 1
+        except ValueError:
+            return x
+
+    opt = ember.compile(f, backend="eager")
+    with expect_fallback("try/with block"):
+        torch.testing.assert_close(opt(torch.ones(2)), torch.full((2,), 2.0))
 
 
 def test_fullgraph_error_names_file_line_and_reason():

@@ -7,6 +7,7 @@ inputs, the guards, and the Python source of the expression that rebuilds the re
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import types
 from typing import Any
@@ -15,6 +16,7 @@ import torch
 import torch.fx
 
 from ..errors import Unsupported
+from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes
 from .output import OutputBuilder
@@ -27,39 +29,77 @@ class Capture:
     graph_module: torch.fx.GraphModule | None
     input_sources: list[Source]
     example_inputs: list[torch.Tensor]
-    return_expr: str
+    #: lines that end the runner: ``return <rebuilt value>``, or a graph break's native step
+    tail: list[str]
     consts: Constants
     state: CaptureState
+    resumes: list[ResumeRequest] = dataclasses.field(default_factory=list)
+    break_exc: Unsupported | None = None
 
     @property
     def guards(self):  # noqa: ANN201 - GuardSet
         return self.state.guards
 
 
-def capture(fn: types.FunctionType, f_locals: dict[str, Any]) -> Capture:
+def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool = True) -> Capture:
     """Interpret ``fn`` called with the arguments bound in ``f_locals``."""
     state = CaptureState()
     state.guards.grad_mode()
+    state.guards.inference_mode()
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     saved_level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # errors on fakes become our Unsupported, not log spam
     try:
-        return _capture(state, fn, f_locals)
+        return _capture(state, fn, f_locals, allow_breaks)
     finally:
         fake_log.setLevel(saved_level)
 
 
-def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, Any]) -> Capture:
+def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool) -> Capture:
     code = fn.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        exc = Unsupported(f"{code.co_name} is a generator or coroutine function")
+        exc.guards = state.guards
+        raise exc
     closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
-    frame = Frame(state, code, fn.__globals__, {}, closure, lazy_args=f_locals)
+    frame = Frame(state, code, fn.__globals__, {}, closure, lazy_args=f_locals, is_root=True)
+    builder = OutputBuilder(state.graph, state.guards.consts)
+    resumes: list[ResumeRequest] = []
+    reason: Unsupported | None = None
     try:
         result = frame.run()
-        builder = OutputBuilder(state.graph, state.guards.consts)
-        return_expr = builder.expr(result)
+        tail = [f"    return {builder.expr(result)}"]
     except Unsupported as exc:
         exc.guards = state.guards  # what was read before the failure decides the fallback entry
-        raise
+        why_not = can_break(frame, exc) if allow_breaks else "fullgraph=True"
+        if why_not is not None:
+            exc.no_break_reason = why_not
+            raise
+        state.rollback()
+        _truncate(state.graph.graph, frame.snapshot.last_node)
+        builder = OutputBuilder(state.graph, state.guards.consts)
+        index = frame.snapshot.instr.index
+        next_offset = frame.instrs[index + 1].offset if index + 1 < len(frame.instrs) else -1
+        try:
+            plan = plan_break(frame, builder, next_offset, "___callee")
+        except Unsupported as inner:
+            exc.no_break_reason = str(inner)
+            raise exc from inner
+        tail, resumes, reason = plan.lines, plan.resumes, exc
+    return _finish(state, builder, tail, resumes, reason)
+
+
+def _truncate(graph: torch.fx.Graph, last_node: torch.fx.Node | None) -> None:
+    """Erase the compute nodes recorded after ``last_node`` (by the instruction that broke)."""
+    nodes = list(graph.nodes)
+    start = nodes.index(last_node) + 1 if last_node is not None else 0
+    for node in reversed(nodes[start:]):
+        if node.op != "placeholder":
+            graph.erase_node(node)
+
+
+def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resumes: list[ResumeRequest],
+            reason: Any) -> Capture:
     graph = state.graph
     graph.output(builder.outputs)
     remove_dead_nodes(graph.graph)
@@ -81,9 +121,11 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         graph_module=gm,
         input_sources=[s for s, _, _ in used],
         example_inputs=[t for _, _, t in used],
-        return_expr=return_expr,
+        tail=tail,
         consts=state.guards.consts,
         state=state,
+        resumes=resumes,
+        break_exc=reason or None,
     )
 
 

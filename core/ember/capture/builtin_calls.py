@@ -120,6 +120,7 @@ def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
     it = args[0]
     if not isinstance(it, IteratorVar):
         frame.fail("next() on something that is not an iterator made in the captured code")
+    frame.state.remember(it)
     item = it.next()
     if item is None:
         if len(args) > 1:

@@ -58,6 +58,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
     if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
         if args and isinstance(args[0], TensorVar):
             return graph.call("call_method", value.__name__, tuple(args), kwargs)
+    if value in _FROM_NUMPY and args and _is_sourced_array(args[0]):
+        return _numpy_input(frame, value, args[0])
     if is_graph_callable(value):
         return graph.call("call_function", value, tuple(args), kwargs)
     original = getattr(value, "__ember__", None)
@@ -88,6 +90,25 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
     raise AssertionError
 
 
+_FROM_NUMPY = (torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray)
+
+
+def _is_sourced_array(var: Var) -> bool:
+    return isinstance(var, ConstVar) and var.source is not None and type(var.value).__name__ == "ndarray" \
+        and type(var.value).__module__ == "numpy"
+
+
+def _numpy_input(frame: "Frame", fn: Any, array: ConstVar) -> Var:
+    """A numpy array read from the frame becomes a tensor input sharing its memory."""
+    from .builder import wrap
+    from .sources import NumpyTensorSource
+
+    tensor = wrap(frame.state, torch.from_numpy(array.value), NumpyTensorSource(array.source))
+    if fn is torch.tensor:  # torch.tensor copies
+        return frame.state.graph.call("call_method", "clone", (tensor,), {})
+    return tensor
+
+
 def _builtin_handler(value: Any) -> Callable | None:
     try:
         return BUILTIN_HANDLERS.get(value)
@@ -109,7 +130,7 @@ def _make_namedtuple(frame: "Frame", cls: type, args: list[Var], kwargs: dict[st
 
 
 # -- modules ---------------------------------------------------------------------------------
-def _has_hooks(module: torch.nn.Module) -> bool:
+def has_hooks(module: torch.nn.Module) -> bool:
     from torch.nn.modules import module as module_mod
 
     own = (module._forward_hooks, module._forward_pre_hooks, module._backward_hooks,
@@ -124,7 +145,7 @@ def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict
     cls = type(module)
     if cls.__call__ is not _MODULE_CALL:
         return inline_call(frame, ConstVar(cls.__call__), [mod_var, *args], kwargs)
-    if _has_hooks(module):
+    if has_hooks(module):
         frame.fail(f"module {cls.__name__} has hooks registered")
     forward = inspect.getattr_static(module, "forward")
     if isinstance(forward, types.FunctionType):
@@ -197,18 +218,27 @@ def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
         defaults = tuple(_default(frame, d) for d in (func.__defaults__ or ()))
         kwdefaults = {k: _default(frame, v) for k, v in (func.__kwdefaults__ or {}).items()}
         closure = dict(zip(code.co_freevars, func.__closure__ or ()))
-    if code.co_flags & _GENERATOR_FLAGS:
-        frame.fail(f"{code.co_name} is a generator or coroutine (not supported yet)")
+    is_generator = bool(code.co_flags & inspect.CO_GENERATOR)
+    if code.co_flags & _GENERATOR_FLAGS and not is_generator:
+        frame.fail(f"{code.co_name} is a coroutine (not supported)")
     state = frame.state
     if state.depth >= MAX_INLINE_DEPTH:
         frame.fail("inlining is too deep (recursion?)")
     bound = _bind(frame, code, defaults, kwdefaults, args, kwargs)
     child = Frame(state, code, globals_dict, bound, closure)
+    if is_generator:
+        # run to completion now; the caller gets an iterator over what it yielded
+        child.yielded = []
     state.depth += 1
     try:
-        return child.run()
+        result = child.run()
     finally:
         state.depth -= 1
+    if is_generator:
+        from .values import IteratorVar
+
+        return IteratorVar(child.yielded)
+    return result
 
 
 def _default(frame: "Frame", value: Any) -> Var:

@@ -9,6 +9,7 @@ and source line of every frame on the way out.
 """
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import types
 from typing import Any
@@ -28,6 +29,16 @@ from .values import (
 _BUILTINS = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
 
 
+@dataclasses.dataclass
+class Snapshot:
+    instr: Instr
+    stack: list[Var]
+    locals: dict[str, Var]
+    lazy_args: dict[str, Any]
+    kw_names: tuple[str, ...]
+    last_node: Any
+
+
 class _Return(Exception):
     def __init__(self, value: Var) -> None:
         self.value = value
@@ -44,6 +55,7 @@ class Frame:
         locals_: dict[str, Var],
         closure: dict[str, Any],
         lazy_args: dict[str, Any] | None = None,
+        is_root: bool = False,
     ) -> None:
         self.state = state
         self.code = code
@@ -58,6 +70,9 @@ class Frame:
         self.kw_names: tuple[str, ...] = ()
         self.pc = 0
         self.current: Instr | None = None
+        self.is_root = is_root
+        self.snapshot: Snapshot | None = None
+        self.yielded: list[Var] | None = None  # set when running a generator to completion
 
     # -- running --------------------------------------------------------------------------
     def run(self) -> Var:
@@ -66,6 +81,8 @@ class Frame:
         while True:
             ins = instrs[self.pc]
             self.current = ins
+            if self.is_root:
+                self.take_snapshot(ins)
             self.pc += 1
             state.instructions += 1
             if state.instructions > state.max_instructions:
@@ -80,6 +97,14 @@ class Frame:
             except Unsupported as exc:
                 self.locate(exc)
                 raise
+
+    def take_snapshot(self, ins: Instr) -> None:
+        """Remember the state before a root instruction: a graph break restarts from here."""
+        graph = self.state.graph.graph
+        last = graph._root.prev  # the graph's last node (the root sentinel when empty)
+        self.snapshot = Snapshot(ins, list(self.stack), dict(self.locals), dict(self.lazy_args),
+                                 self.kw_names, None if last is graph._root else last)
+        self.state.undo.clear()
 
     def locate(self, exc: Unsupported) -> None:
         """Append this frame's position to the exception's user stack (innermost first)."""
@@ -385,7 +410,9 @@ class Frame:
 
     def FOR_ITER(self, ins: Instr) -> None:
         it = self.stack[-1]
-        assert isinstance(it, IteratorVar)
+        if not isinstance(it, IteratorVar):
+            self.fail("for-loop over an iterator the capture does not model")
+        self.state.remember(it)
         item = it.next()
         if item is None:
             self.pop()
@@ -511,6 +538,18 @@ class Frame:
         if ins.arg & 0x01:
             defaults = tuple(ops.iterate(self, self.pop()))
         self.push(FunctionVar(code, self.globals, code.co_name, defaults, kwdefaults, closure))
+
+    # -- generators (run to completion when consumed inside the capture) ------------------------
+    def RETURN_GENERATOR(self, ins: Instr) -> None:
+        if self.yielded is None:
+            self.fail("generator function called where its generator object escapes")
+        self.push(ConstVar(None))
+
+    def YIELD_VALUE(self, ins: Instr) -> None:
+        if self.yielded is None:
+            self.fail("yield outside a generator the capture runs")
+        self.yielded.append(self.pop())
+        self.push(ConstVar(None))  # the value sent back in
 
     # -- what breaks ----------------------------------------------------------------------------
     def RAISE_VARARGS(self, ins: Instr) -> None:

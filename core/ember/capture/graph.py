@@ -74,7 +74,7 @@ class GraphBuilder:
         fake_args = tuple(to_fake(a) for a in args)
         fake_kwargs = {k: to_fake(v) for k, v in kwargs.items()}
         fakes_in = [t.fake for t in _tensor_vars(args, kwargs)]
-        versions = [f._version for f in fakes_in]
+        versions = [_version(f) for f in fakes_in]
         try:
             with self.fake_mode:
                 if kind == "call_method":
@@ -87,7 +87,8 @@ class GraphBuilder:
             raise
         except Exception as exc:
             raise Unsupported(f"{_target_name(target)} failed on fake tensors: {type(exc).__name__}: {exc}") from exc
-        mutated = any(f._version != v for f, v in zip(fakes_in, versions))
+        mutated = _looks_inplace(kind, target, kwargs) or any(
+            _version(f) != v for f, v in zip(fakes_in, versions))
         if not _has_tensor(result) and not mutated:
             return ConstVar(result)  # metadata of guarded inputs, e.g. x.size()
         node_args = tuple(to_arg(a) for a in args)
@@ -119,6 +120,28 @@ class GraphBuilder:
 
     def output(self, tensors: list[TensorVar]) -> None:
         self.graph.output(tuple(t.node for t in tensors))
+
+
+def _version(t: torch.Tensor) -> int | None:
+    try:
+        return t._version
+    except RuntimeError:  # inference tensors have no version counter
+        return None
+
+
+_INPLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                      operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior,
+                      operator.ixor, operator.ilshift, operator.irshift, operator.imatmul}
+
+
+def _looks_inplace(kind: str, target: Any, kwargs: dict[str, Var]) -> bool:
+    """In-place by name or keyword, for tensors whose version counter cannot be read."""
+    if kind == "call_method":
+        return target.endswith("_") and not target.endswith("__")
+    name = getattr(target, "__name__", "")
+    inplace = kwargs.get("inplace")
+    return (target in _INPLACE_OPERATORS or (name.endswith("_") and not name.endswith("__"))
+            or "out" in kwargs or (isinstance(inplace, ConstVar) and inplace.value is True))
 
 
 def _tensor_vars(args: tuple[Var, ...], kwargs: dict[str, Var]) -> list[TensorVar]:
@@ -168,10 +191,16 @@ def _has_tensor(value: Any) -> bool:
     return False
 
 
+_GRAPH_CONSTANTS = (bool, int, float, complex, str, type(None), slice, type(Ellipsis), torch.dtype,
+                    torch.device, torch.layout, torch.memory_format, torch.Size)
+
+
 def _convert(var: Var, tensor_fn: Callable[[TensorVar], Any]) -> Any:
     if isinstance(var, TensorVar):
         return tensor_fn(var)
     if isinstance(var, ConstVar):
+        if not _is_graph_constant(var.value):
+            raise Unsupported(f"a {type(var.value).__name__} cannot be baked into a graph as a constant")
         return var.value
     if isinstance(var, TupleVar):
         items = tuple(_convert(v, tensor_fn) for v in var.items)
@@ -185,6 +214,12 @@ def _convert(var: Var, tensor_fn: Callable[[TensorVar], Any]) -> Any:
     if isinstance(var, DictVar):
         return {k: _convert(v, tensor_fn) for k, v in var.items.items()}
     raise Unsupported(f"cannot pass a {type(var).__name__} to a torch function")
+
+
+def _is_graph_constant(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_is_graph_constant(v) for v in value)
+    return isinstance(value, _GRAPH_CONSTANTS)
 
 
 def to_fake(var: Var) -> Any:

@@ -248,6 +248,7 @@ def mutable_list(frame: "Frame", var: Var) -> ListVar:
         frame.fail(f"expected a list, got a {_kind(var)}")
     if var.source is not None:
         frame.fail("mutation of a list that exists outside the compiled function (a side effect) is not supported yet")
+    frame.state.remember(var)
     return var
 
 
@@ -256,6 +257,7 @@ def mutable_dict(frame: "Frame", var: Var) -> DictVar:
         frame.fail(f"expected a dict, got a {_kind(var)}")
     if var.source is not None:
         frame.fail("mutation of a dict that exists outside the compiled function (a side effect) is not supported yet")
+    frame.state.remember(var)
     return var
 
 
@@ -276,6 +278,7 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
         return [ConstVar(k) for k in var.items]
     if isinstance(var, IteratorVar):
         items = var.items[var.index:]
+        frame.state.remember(var)
         var.index = len(var.items)
         return list(items)
     if isinstance(var, TensorVar):

@@ -144,3 +144,18 @@ def cell_source(cell: Any, name: str) -> CellSource:
 
 def constant_source(value: Any) -> ConstantSource:
     return ConstantSource(value, id(value))
+
+
+@dataclasses.dataclass(frozen=True)
+class NumpyTensorSource(Source):
+    """``torch.from_numpy(base)``: a numpy array entering the graph as a tensor input."""
+
+    base: Source
+
+    def expr(self, consts: Constants) -> str:
+        import torch
+
+        return f"{consts.name(torch.from_numpy, 'f')}({self.base.expr(consts)})"
+
+    def describe(self) -> str:
+        return f"from_numpy({self.base.describe()})"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ..guards import GuardSet
 from .graph import GraphBuilder
@@ -16,3 +17,25 @@ class CaptureState:
     depth: int = 0
     instructions: int = 0
     max_instructions: int = 2_000_000
+    #: original contents of containers/iterators changed by the current root instruction
+    undo: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+
+    def remember(self, var: Any) -> None:
+        """Save ``var``'s state the first time the current root instruction changes it."""
+        if id(var) in self.undo:
+            return
+        if hasattr(var, "index"):
+            self.undo[id(var)] = (var, var.index)
+        elif isinstance(var.items, dict):
+            self.undo[id(var)] = (var, dict(var.items))
+        else:
+            self.undo[id(var)] = (var, list(var.items))
+
+    def rollback(self) -> None:
+        """Undo what the failed root instruction did to containers and iterators."""
+        for var, saved in self.undo.values():
+            if hasattr(var, "index"):
+                var.index = saved
+            else:
+                var.items = saved
+        self.undo.clear()

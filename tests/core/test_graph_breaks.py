@@ -1,0 +1,138 @@
+"""Graph breaks: the graph so far runs, Python runs the breaking instruction, a resume function
+continues (compiled lazily, with its own guards)."""
+from __future__ import annotations
+
+import scipy.fft
+import torch
+
+import ember
+from helpers import CountingBackend
+
+COUNTER = 0
+
+
+def bar(a, b):
+    x = a / (torch.abs(a) + 1)
+    if b.sum() < 0:
+        b = b * -1
+    return x * b
+
+
+def test_seed_bar_yields_exactly_three_graphs():
+    backend = CountingBackend()
+    opt_bar = ember.compile(bar, backend=backend)
+    inp1, inp2 = torch.randn(10), torch.randn(10)
+    torch.testing.assert_close(opt_bar(inp1, inp2), bar(inp1, inp2))
+    torch.testing.assert_close(opt_bar(inp1, -inp2), bar(inp1, -inp2))
+    torch.testing.assert_close(opt_bar(inp1, inp2), bar(inp1, inp2))
+    assert backend.count == 3
+    ops = sorted(tuple(backend.ops(i)) for i in range(3))
+    assert ops == sorted([("abs", "add", "truediv", "sum", "lt"), ("mul", "mul"), ("mul",)])
+
+
+def test_seed_f1_and_f3_match_eager():
+    def f1(x, y):
+        if x.sum() < 0:
+            return -y
+        return y
+
+    def f3(x):
+        x = x * 2
+        x = scipy.fft.dct(x.numpy())
+        x = torch.from_numpy(x)
+        x = x * 2
+        return x
+
+    o1, o3 = ember.compile(f1, backend="eager"), ember.compile(f3, backend="eager")
+    for _ in range(2):
+        x, y = torch.randn(5, 5), torch.randn(5, 5)
+        torch.testing.assert_close(o1(x, y), f1(x, y))
+        torch.testing.assert_close(o1(-x, y), f1(-x, y))
+        torch.testing.assert_close(o3(x), f3(x))
+
+
+def test_print_in_a_loop_gives_eager_results_every_iteration(capsys):
+    def loop(x, n):
+        for i in range(n):
+            print("iteration", i)
+            x = x * 2 + i
+        return x
+
+    opt = ember.compile(loop, backend="eager")
+    x = torch.randn(3)
+    torch.testing.assert_close(opt(x, 3), loop(x, 3))
+    out = capsys.readouterr().out
+    assert out.count("iteration") == 6
+
+
+def test_break_inside_inlined_call_compiles_the_callee_on_its_own():
+    backend = CountingBackend()
+
+    def helper(t):
+        t = t.sin()
+        print("inside helper")
+        return t.cos()
+
+    def outer(t):
+        return helper(t + 1) * 3
+
+    opt = ember.compile(outer, backend=backend)
+    x = torch.randn(4)
+    torch.testing.assert_close(opt(x), outer(x))
+    captured = sorted(tuple(backend.ops(i)) for i in range(backend.count))
+    assert ("sin",) in captured and ("cos",) in captured  # the callee's tensor work is in graphs
+    assert ("add",) in captured and ("mul",) in captured
+
+
+def test_item_feeding_python():
+    def f(x):
+        n = int(x.sum().item() > 0)
+        return x * (n + 1)
+
+    opt = ember.compile(f, backend="eager")
+    for x in (torch.ones(3), -torch.ones(3)):
+        torch.testing.assert_close(opt(x), f(x))
+
+
+def test_side_effects_on_objects_lists_and_globals():
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+
+        def forward(self, x, log):
+            self.count += 1
+            log.append(x.shape[0])
+            global COUNTER
+            COUNTER += 1
+            return x * self.count
+
+    mod = Counter()
+    opt = ember.compile(mod, backend="eager")
+    log: list = []
+    x = torch.randn(2)
+    torch.testing.assert_close(opt(x, log), x * 1)
+    torch.testing.assert_close(opt(x, log), x * 2)
+    assert mod.count == 2 and log == [2, 2] and COUNTER >= 2
+
+
+def test_fullgraph_refuses_to_break():
+    opt = ember.compile(bar, backend="eager", fullgraph=True)
+    try:
+        opt(torch.randn(3), torch.randn(3))
+    except ember.Unsupported as exc:
+        assert "if b.sum() < 0:" in str(exc)
+    else:
+        raise AssertionError("fullgraph=True did not raise")
+
+
+def test_generators_and_inference_mode_are_captured_whole():
+    def f(xs, y):
+        total = sum(x * 2 for x in xs)
+        return total, tuple(v + 1 for v in (y, y))
+
+    opt = ember.compile(f, backend="eager", fullgraph=True)
+    xs, y = [torch.randn(2) for _ in range(3)], torch.randn(2)
+    torch.testing.assert_close(opt(xs, y), f(xs, y))
+    with torch.inference_mode():
+        torch.testing.assert_close(opt(xs, y), f(xs, y))
