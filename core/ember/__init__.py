@@ -13,6 +13,8 @@ from . import config, logs
 from .api import OptimizedModule, compile, optimize, reset
 from .backends import list_backends, register_backend
 from .errors import BackendCompilerFailed, BackendUnavailable, EmberError, Unsupported
+from .explain import explain
+from .export import export
 
 __version__ = "0.1.0"
 
@@ -26,6 +28,8 @@ __all__ = [
     "Unsupported",
     "compile",
     "config",
+    "explain",
+    "export",
     "list_backends",
     "optimize",
     "register_backend",

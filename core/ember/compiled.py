@@ -34,6 +34,15 @@ log_fallback = logging.getLogger("ember.fallback")
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 
 
+#: callbacks ``(event, details)`` told about graphs, breaks and fallbacks (used by explain)
+OBSERVERS: list[Callable[[str, dict], None]] = []
+
+
+def _notify(event: str, **details: Any) -> None:
+    for observer in list(OBSERVERS):
+        observer(event, details)
+
+
 class OptimizedModuleLike:
     """Marker base for modules that already call compiled code (ember's OptimizedModule)."""
 
@@ -119,6 +128,8 @@ class CompiledFunction:
         if cap.break_exc is not None:
             self._note_break(cap.break_exc)
         gm = cap.graph_module
+        if gm is not None:
+            _notify("graph", graph=gm, function=self.name, guards=cap.guards.describe())
         compiled = None
         if gm is not None:
             if log_graph.isEnabledFor(logging.INFO):
@@ -135,12 +146,15 @@ class CompiledFunction:
         if log_guards.isEnabledFor(logging.INFO):
             log_guards.info("guards of %s:\n  %s", self.name, "\n  ".join(cap.guards.describe()))
         self.compile_times.append(time.perf_counter() - start)
+        _notify("compiled", function=self.name, seconds=self.compile_times[-1])
         return Entry(guard, runner, reasons, gm, cap.guards.describe())
 
     def _note_break(self, exc: Unsupported) -> None:
         message = format_unsupported(exc)
         self.break_reasons.append(message)
         log_breaks.info("graph break in %s: %s", self.name, message)
+        _notify("break", function=self.name, reason=str(exc), message=message,
+                user_stack=list(reversed(getattr(exc, "user_stack", []))))
 
     def resume_function(self, request: ResumeRequest) -> Callable:
         """The compiled resume function for a break point, made once per break point."""
@@ -181,6 +195,8 @@ class CompiledFunction:
             raise Unsupported(f"ember could not capture {self.name} as one graph (fullgraph=True):\n{message}") from exc
         self.fallback_reasons.append(message)
         log_breaks.info("%s runs eagerly: %s", self.name, message)
+        _notify("fallback", function=self.name, reason=str(exc), message=message,
+                user_stack=list(reversed(getattr(exc, "user_stack", []))))
         if config.warn_on_fallback:
             warnings.warn(f"ember: {self.name} runs eagerly: {message}", stacklevel=4)
         guards = exc.guards
