@@ -50,7 +50,8 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool
     saved_level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # errors on fakes become our Unsupported, not log spam
     try:
-        return _capture(state, fn, f_locals, allow_breaks)
+        with torch.set_grad_enabled(torch.is_grad_enabled()):  # restored whatever the code switched
+            return _capture(state, fn, f_locals, allow_breaks)
     finally:
         fake_log.setLevel(saved_level)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from . import contexts
 from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
 from .ops import NotConstant, lift, mutable_dict, mutable_list, python_value
@@ -47,11 +48,15 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         return call(frame, fn.func, [fn.self_var, *args], kwargs)
     if isinstance(fn, SuperProxy):
         frame.fail("calling super() directly")
+    if isinstance(fn, contexts.ContextExit):
+        return contexts.exit_(frame, fn)
     if not isinstance(fn, ConstVar):
         frame.fail(f"calling a {type(fn).__name__} is not supported")
     value = fn.value
     if isinstance(value, torch.nn.Module):
         return call_module(frame, fn, args, kwargs)
+    if value in contexts.CONTEXT_FACTORIES:
+        return contexts.make_context(frame, value, args)
     handler = _builtin_handler(value)
     if handler is not None:
         return handler(frame, args, kwargs)

@@ -556,7 +556,14 @@ class Frame:
         self.fail("raise statement in captured code")
 
     def BEFORE_WITH(self, ins: Instr) -> None:
-        self.fail("with-blocks are not supported yet")
+        from .contexts import GradModeContext, enter
+
+        ctx = self.pop()
+        if not isinstance(ctx, GradModeContext):
+            self.fail("with-blocks other than no_grad/enable_grad/set_grad_enabled are not supported yet")
+        exit_var, value = enter(self, ctx)
+        self.push(exit_var)
+        self.push(value)
 
     def LOAD_ASSERTION_ERROR(self, ins: Instr) -> None:
         self.fail("assertion failed at capture time")
