@@ -20,7 +20,7 @@ def _exec(src: str, name: str, namespace: dict[str, Any]) -> Callable:
 
 def make_binder(fn: Callable) -> Callable[..., dict]:
     """``bind(*args, **kwargs) -> {param: value}`` with ``fn``'s own signature and defaults."""
-    sig = inspect.signature(fn)
+    sig = inspect.signature(fn, follow_wrapped=False)
     params, names, namespace = [], [], {}
     seen_kwonly_marker = False
     for i, p in enumerate(sig.parameters.values()):
@@ -52,7 +52,7 @@ def make_binder(fn: Callable) -> Callable[..., dict]:
 
 def make_eager_caller(fn: Callable) -> Callable[[dict], Any]:
     """``call(L)``: call ``fn`` with the arguments a binder produced."""
-    sig = inspect.signature(fn)
+    sig = inspect.signature(fn, follow_wrapped=False)
     parts = []
     for p in sig.parameters.values():
         if p.kind == p.VAR_POSITIONAL:

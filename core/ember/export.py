@@ -95,7 +95,9 @@ def _reorder_placeholders(graph: torch.fx.Graph, names: list[str], by_name: dict
 
 def _fix_output(gm: torch.fx.GraphModule, tail: list[str]) -> None:
     """The graph returns a tuple of outputs; unwrap it when ``fn`` returned a single tensor."""
-    expr = tail[-1].strip()
+    if len(tail) != 2:
+        raise Unsupported("ember.export: the function has side effects outside the graph")
+    expr = "return " + tail[0].strip().removeprefix("___result = ")
     if re.fullmatch(r"return ___o\[0\]", expr):
         output = next(n for n in gm.graph.nodes if n.op == "output")
         output.args = (output.args[0][0],)

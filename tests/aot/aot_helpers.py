@@ -173,9 +173,11 @@ def compare_fn(
     backend: Callable,
     tol: float = 1e-5,
     calls: int = 2,
+    gm: torch.fx.GraphModule | None = None,
 ) -> Any:
-    """Trace ``fn`` with symbolic_trace, compare outputs, input mutations and grads with eager."""
-    gm = torch.fx.symbolic_trace(fn)
+    """Trace ``fn`` with symbolic_trace (unless ``gm`` is given), call the compiled graph
+    ``calls`` times and compare outputs, input mutations and grads with eager ``fn``."""
+    gm = gm if gm is not None else torch.fx.symbolic_trace(fn)
     compiled = None
     for _ in range(calls):
         inputs = list(make_inputs())

@@ -2,6 +2,8 @@
 mutations, integer inputs, non-differentiable outputs, None gradients, Python scalars."""
 from __future__ import annotations
 
+import operator
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -46,13 +48,18 @@ def outputs_alias_each_other(x):
     return a, b, y.view(-1), y
 
 
+def detach_alias_and_constant(x):
+    y = x.sin() * 2
+    return y.detach(), y, 3, y.t()
+
+
 def inplace_on_intermediate(x, w):
     y = x @ w
     y.add_(1.0)
-    y.relu_()
-    setitem(y, (slice(None), 0), y[:, 1] * 2)
-    y.mul_(w[0])
-    return y
+    z = y.sigmoid() * 1.5
+    setitem(z, (slice(None), 0), z[:, 1] * 2)
+    z.mul_(w[0])
+    return z.relu_()
 
 
 def mutate_buffers(x, buf, counter):
@@ -63,7 +70,7 @@ def mutate_buffers(x, buf, counter):
 
 def setitem_on_input(x, a):
     setitem(a, 0, 1.0)
-    a[2:4].add_(x.sum())
+    a[2:4].add_(x.detach().sum())
     return a * x
 
 
@@ -99,6 +106,19 @@ def none_grads(x, unused, through_no_grad, detached):
     return x * k + detached.detach().cos()
 
 
+def none_grads_graph() -> torch.fx.GraphModule:
+    """``none_grads`` as the core captures it: the no_grad block becomes
+    ``torch._C._set_grad_enabled`` nodes (symbolic_trace would drop it)."""
+    gm = torch.fx.symbolic_trace(none_grads)
+    k = next(n for n in gm.graph.nodes if n.target is operator.mul)
+    with gm.graph.inserting_before(k):
+        gm.graph.call_function(torch._C._set_grad_enabled, (False,))
+    with gm.graph.inserting_after(k):
+        gm.graph.call_function(torch._C._set_grad_enabled, (True,))
+    gm.recompile()
+    return gm
+
+
 def scalar_args(x, alpha, n):
     return x * alpha + n, x.pow(n)
 
@@ -106,7 +126,7 @@ def scalar_args(x, alpha, n):
 def setitem_grad_flow(x, w):
     y = x.clone()
     setitem(y, (slice(None), 1), w)
-    y[0].add_(w)
+    y[0, :3].add_(w)
     return y.exp()
 
 
@@ -145,6 +165,7 @@ CASES = {
     "views_used": (views_used, lambda: [_r(4, 5)]),
     "output_aliases_input": (output_aliases_input, lambda: [_r(3, 4), _r(3, 4, seed=1)]),
     "outputs_alias_each_other": (outputs_alias_each_other, lambda: [_r(4, 3)]),
+    "detach_alias_and_constant": (detach_alias_and_constant, lambda: [_r(2, 3)]),
     "inplace_on_intermediate": (inplace_on_intermediate, lambda: [_r(3, 4), _r(4, 4, seed=1)]),
     "mutate_buffers": (
         mutate_buffers,
@@ -182,4 +203,5 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_function_matches_eager(case, backend):
     fn, inputs = CASES[case]
-    compare_fn(fn, inputs, BACKENDS[backend], tol=1e-5)
+    gm = none_grads_graph() if fn is none_grads else None
+    compare_fn(fn, inputs, BACKENDS[backend], tol=1e-5, gm=gm)

@@ -185,3 +185,15 @@ def test_unsafe_cache_folder_is_not_used(private_cache, caplog):
     compiled = tvm_backend(traced(lambda x: (x.exp(),)), [torch.randn(3)])
     assert compiled.tvm_pieces[0].tvm_signatures == 1
     assert not list((private_cache / "tvm").glob("*.so")) and "cache disabled" in caplog.text
+
+
+def test_tuning_without_its_dependencies_says_what_to_install():
+    from ember_tvm.options import missing_tuning_modules
+
+    if not missing_tuning_modules():
+        pytest.skip("MetaSchedule's dependencies are installed")
+    gm = traced(lambda x: (x + 1,))
+    with pytest.raises(ValueError, match="apache-tvm\\[popen-pool,meta-schedule\\]"):
+        tvm_backend(gm, [torch.randn(2)], options={"tuning": "meta_schedule"})
+    compiled = tvm_backend(gm, [torch.randn(2)], mode="max-autotune")  # default schedules instead
+    assert compiled.tvm_pieces

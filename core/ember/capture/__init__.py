@@ -69,7 +69,8 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     reason: Unsupported | None = None
     try:
         result = frame.run()
-        tail = [f"    return {builder.expr(result)}"]
+        tail = [f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder),
+                "    return ___result"]
     except Unsupported as exc:
         exc.guards = state.guards  # what was read before the failure decides the fallback entry
         why_not = can_break(frame, exc) if allow_breaks else "fullgraph=True"
@@ -77,6 +78,7 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
             exc.no_break_reason = why_not
             raise
         state.rollback()
+        state.side_effects = frame.snapshot.side_effects
         _truncate(state.graph.graph, frame.snapshot.last_node)
         builder = OutputBuilder(state.graph, state.guards.consts)
         index = frame.snapshot.instr.index
@@ -86,8 +88,15 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         except Unsupported as inner:
             exc.no_break_reason = str(inner)
             raise exc from inner
-        tail, resumes, reason = plan.lines, plan.resumes, exc
+        replay = state.side_effects.replay_lines(builder)
+        tail, resumes, reason = _before_native_step(plan.lines, replay), plan.resumes, exc
     return _finish(state, builder, tail, resumes, reason)
+
+
+def _before_native_step(lines: list[str], replay: list[str]) -> list[str]:
+    """Insert the side-effect replay after the stack is rebuilt, before the native step."""
+    split = next((i for i, line in enumerate(lines) if not line.startswith("    ___s")), len(lines))
+    return lines[:split] + replay + lines[split:]
 
 
 def _truncate(graph: torch.fx.Graph, last_node: torch.fx.Node | None) -> None:

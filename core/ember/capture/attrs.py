@@ -59,7 +59,7 @@ def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
             frame.fail(f"attribute {name} of a container")
         return ContainerMethod(obj, name)
     if isinstance(obj, TupleVar):
-        fields = getattr(obj.tuple_type, "_fields", None)
+        fields = getattr(obj.tuple_type, "_fields", None) or getattr(obj.tuple_type, "__match_args__", None)
         if fields and name in fields:
             return obj.items[fields.index(name)]
         return ContainerMethod(obj, name)
@@ -98,7 +98,14 @@ def _module_attr(frame: "Frame", obj: ConstVar, name: str) -> Var | None:
 
 
 def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
+    from .side_effects import DELETED
+
     value = obj.value
+    stored = frame.state.side_effects.lookup_attr(value, name)
+    if stored is DELETED:
+        frame.fail(f"{type(value).__name__} object has no attribute {name!r} (deleted)")
+    if stored is not None:
+        return stored
     if isinstance(value, types.ModuleType):
         try:
             attr = getattr(value, name)
@@ -155,8 +162,23 @@ def _wrap_attr(frame: "Frame", obj: ConstVar, name: str, attr: Any) -> Var:
     return wrap(frame.state, attr, AttrSource(obj.source, name))
 
 
-def store_attr(frame: "Frame", obj: Var, name: str, value: Var) -> None:
-    frame.fail(f"assignment to attribute {name!r} (a side effect) is not supported yet")
+def store_attr(frame: "Frame", obj: Var, name: str, value: Any) -> None:
+    """Record ``obj.name = value`` (or a deletion) to be replayed after the graph."""
+    if not isinstance(obj, ConstVar) or obj.source is None:
+        frame.fail(f"assignment to attribute {name!r} of a {type(obj).__name__}")
+    target = obj.value
+    cls = type(target)
+    if isinstance(target, torch.nn.Module):
+        tables = ("_parameters", "_buffers", "_modules")
+        if any(name in target.__dict__.get(t, {}) for t in tables):
+            frame.fail(f"assignment of module parameter/buffer/submodule {name!r}")
+        if isinstance(value, ConstVar) and isinstance(value.value, torch.nn.Module):
+            frame.fail(f"assignment of submodule {name!r}")
+    elif cls.__setattr__ is not object.__setattr__ or isinstance(target, type):
+        frame.fail(f"assignment to attribute {name!r} of a {cls.__name__} (custom __setattr__ or a class)")
+    if isinstance(inspect.getattr_static(target, name, None), property):
+        frame.fail(f"assignment to property {name!r}")
+    frame.state.side_effects.store_attr(obj, target, name, value)
 
 
 __all__ = ["ContainerMethod", "TensorMethod", "load_attr", "store_attr"]

@@ -2,13 +2,11 @@
 
 This is the only place where a value enters the capture from outside; it decides the guard:
 tensors on metadata, primitives on value, containers on type and length (their items are
-wrapped one by one), modules, functions and classes on identity, other objects on type (their
-attributes are guarded when read).
+wrapped one by one), anything else (modules, functions, classes, user objects) on identity.
 """
 from __future__ import annotations
 
 import enum
-import types
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -19,12 +17,9 @@ from .values import ConstVar, DictVar, ListVar, TupleVar, Var
 if TYPE_CHECKING:
     from .state import CaptureState
 
-_PRIMITIVES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented))
+_PRIMITIVES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented),
+               slice, frozenset, set, range)
 _TORCH_VALUES = (torch.dtype, torch.device, torch.memory_format, torch.layout)
-_IDENTITY_TYPES = (
-    types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, types.MethodType,
-    torch.nn.Module, enum.Enum,
-)
 
 
 def is_namedtuple(value: Any) -> bool:
@@ -58,22 +53,27 @@ def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
         if isinstance(value, list):
             return ListVar(items, source)
         return TupleVar(items, source, type(value))
-    if type(value) is dict:
-        if not all(isinstance(k, (str, int)) for k in value):
+    if isinstance(value, dict):
+        if not all(_is_key(k) for k in value):
             return _opaque(state, value, source)
         if source is not None:
             guards.dict_keys(source, value)
         items = {k: wrap(state, v, ItemSource(source, k) if source else None) for k, v in value.items()}
-        return DictVar(items, source)
+        return DictVar(items, source, type(value))
     return _opaque(state, value, source)
 
 
+def _is_key(key: Any) -> bool:
+    """Dict keys the guards can compare by value."""
+    if isinstance(key, tuple):
+        return all(_is_key(k) for k in key)
+    return isinstance(key, (str, int, float, bool, type(None), bytes, enum.Enum))
+
+
 def _opaque(state: "CaptureState", value: Any, source: Source | None) -> Var:
+    """Other objects: guarded on identity, so every fact read from them stays true."""
     if source is not None:
-        if isinstance(value, _IDENTITY_TYPES):
-            state.guards.identity(source, value)
-        else:
-            state.guards.type_match(source, value)
+        state.guards.identity(source, value)
     return ConstVar(value, source)
 
 

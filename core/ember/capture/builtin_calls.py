@@ -333,6 +333,28 @@ def _reduce(frame: "Frame", args: list, kwargs: dict) -> Var:
     return acc
 
 
+def _make_unary(name: str) -> Handler:
+    from .ops import unary
+
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        return unary(frame, name, args[0])
+
+    return handler
+
+
+BUILTIN_HANDLERS[operator.neg] = _make_unary("neg")
+BUILTIN_HANDLERS[operator.pos] = _make_unary("pos")
+BUILTIN_HANDLERS[operator.invert] = _make_unary("invert")
+BUILTIN_HANDLERS[operator.abs] = BUILTIN_HANDLERS[abs]
+
+
+@handles(functools.partial)
+def _partial(frame: "Frame", args: list, kwargs: dict) -> Var:
+    from .values import PartialVar
+
+    return PartialVar(args[0], list(args[1:]), dict(kwargs))
+
+
 def _make_operator(symbol: str, compare_op: bool = False) -> Handler:
     def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
         return (compare if compare_op else binary)(frame, symbol, args[0], args[1])

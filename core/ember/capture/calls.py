@@ -3,6 +3,7 @@ builtins and pure helpers on constants are evaluated, anything else is refused.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -14,10 +15,10 @@ from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
 from .ops import NotConstant, lift, mutable_dict, mutable_list, python_value
 from .state import MAX_INLINE_DEPTH
-from .torch_ops import is_graph_callable, is_pure_function, module_is_trusted
+from .torch_ops import COMPILING_QUERIES, is_graph_callable, is_pure_function, module_is_trusted
 from .values import (
-    BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, ListVar, TensorVar, TupleVar, Var,
-    contains_tensor,
+    BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, ListVar, PartialVar, TensorVar, TupleVar,
+    Var, contains_tensor,
 )
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         return inline_call(frame, fn, args, kwargs)
     if isinstance(fn, BoundMethodVar):
         return call(frame, fn.func, [fn.self_var, *args], kwargs)
+    if isinstance(fn, PartialVar):
+        return call(frame, fn.func, [*fn.args, *args], {**fn.kwargs, **kwargs})
     if isinstance(fn, SuperProxy):
         frame.fail("calling super() directly")
     if isinstance(fn, contexts.ContextExit):
@@ -55,11 +58,15 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
     value = fn.value
     if isinstance(value, torch.nn.Module):
         return call_module(frame, fn, args, kwargs)
+    if _builtin_handler(value) is None and value in COMPILING_QUERIES:
+        return ConstVar(True)
     if value in contexts.CONTEXT_FACTORIES:
         return contexts.make_context(frame, value, args)
     handler = _builtin_handler(value)
     if handler is not None:
         return handler(frame, args, kwargs)
+    if getattr(value, "__objclass__", None) in _READ_ONLY_OWNERS and value.__name__ in _READ_ONLY_METHODS:
+        return _read_only_method(frame, value, args, kwargs)
     if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
         if args and isinstance(args[0], TensorVar):
             return graph.call("call_method", value.__name__, tuple(args), kwargs)
@@ -79,6 +86,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
 
             self_source = AttrSource(fn.source, "__self__")
         return call(frame, ConstVar(value.__func__), [ConstVar(value.__self__, self_source), *args], kwargs)
+    if isinstance(value, functools.partial):
+        return _call_real_partial(frame, fn, args, kwargs)
     if isinstance(value, type) and hasattr(value, "_fields") and issubclass(value, tuple):
         return _make_namedtuple(frame, value, args, kwargs)
     if is_pure_function(value) or (isinstance(value, type) and value.__module__ == "builtins"):
@@ -91,8 +100,50 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
             return lift(value(*py_args, **py_kwargs))
         except Exception as exc:
             frame.fail(f"{_name(value)} raised {type(exc).__name__}: {exc}")
+    user_call = inspect.getattr_static(type(value), "__call__", None)
+    if isinstance(user_call, types.FunctionType) and not isinstance(value, type):
+        return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
     frame.fail(f"call to {_name(value)} is not supported (not a torch op, not Python code to inline)")
     raise AssertionError
+
+
+def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    from .builder import wrap
+    from .sources import AttrSource
+
+    part = fn.value
+    src = fn.source
+
+    def field(name: str) -> Var:
+        return wrap(frame.state, getattr(part, name), AttrSource(src, name) if src else None)
+
+    inner_args = list(field("args").items) if part.args else []
+    inner_kwargs = dict(field("keywords").items) if part.keywords else {}
+    return call(frame, field("func"), [*inner_args, *args], {**inner_kwargs, **kwargs})
+
+
+_READ_ONLY_OWNERS = (dict, list, tuple, str, set, frozenset)
+_READ_ONLY_METHODS = {"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "index",
+                      "count", "copy"}
+
+
+def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``dict.get(obj, key)`` and friends on a real container read from the frame: evaluated now,
+    guarded through a source that repeats the call."""
+    from .builder import wrap
+    from .sources import MethodCallSource
+
+    if not args or not isinstance(args[0], ConstVar) or kwargs:
+        frame.fail(f"{descriptor.__qualname__} on a value the capture does not hold")
+    owner = args[0]
+    try:
+        call_args = tuple(python_value(a) for a in args[1:])
+    except NotConstant:
+        frame.fail(f"{descriptor.__qualname__} with tensor arguments")
+    result = descriptor(owner.value, *call_args)
+    if owner.source is None:
+        return lift(result)
+    return wrap(frame.state, result, MethodCallSource(owner.source, descriptor.__name__, call_args))
 
 
 _FROM_NUMPY = (torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray)
@@ -366,6 +417,8 @@ def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
                 return BoundMethodVar(ConstVar(attr.__func__), ConstVar(obj_type))
             if isinstance(attr, staticmethod):
                 return ConstVar(attr.__func__)
+            if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+                return BoundMethodVar(ConstVar(attr), self_var)
             return lift(attr) if not contains_tensor(lift(attr)) else frame.fail("super attribute tensor")
     frame.fail(f"super() has no attribute {name!r}")
     raise AssertionError

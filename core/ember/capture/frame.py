@@ -37,6 +37,7 @@ class Snapshot:
     lazy_args: dict[str, Any]
     kw_names: tuple[str, ...]
     last_node: Any
+    side_effects: Any
 
 
 class _Return(Exception):
@@ -103,7 +104,8 @@ class Frame:
         graph = self.state.graph.graph
         last = graph._root.prev  # the graph's last node (the root sentinel when empty)
         self.snapshot = Snapshot(ins, list(self.stack), dict(self.locals), dict(self.lazy_args),
-                                 self.kw_names, None if last is graph._root else last)
+                                 self.kw_names, None if last is graph._root else last,
+                                 self.state.side_effects.copy())
         self.state.undo.clear()
 
     def locate(self, exc: Unsupported) -> None:
@@ -199,6 +201,9 @@ class Frame:
         self.push(self.load_global(ins.argval))
 
     def load_global(self, name: str) -> Var:
+        stored = self.state.side_effects.lookup_global(self.globals, name)
+        if stored is not None:
+            return stored
         if name in self.globals:
             value = self.globals[name]
             import types as _t
@@ -213,7 +218,12 @@ class Frame:
         raise AssertionError
 
     def STORE_GLOBAL(self, ins: Instr) -> None:
-        self.fail(f"assignment to global {ins.argval!r} (a side effect) is not supported yet")
+        self.state.side_effects.store_global(self.globals, ins.argval, self.pop())
+
+    def DELETE_ATTR(self, ins: Instr) -> None:
+        from .side_effects import DELETED
+
+        store_attr(self, self.pop(), ins.argval, DELETED)
 
     def LOAD_DEREF(self, ins: Instr) -> None:
         self.push(self.load_cell(ins.argval))
@@ -336,6 +346,9 @@ class Frame:
         item = self.pop()
         found = ops.contains(self, container, item)
         self.push(ConstVar(found != bool(ins.arg)))
+
+    def UNARY_POSITIVE(self, ins: Instr) -> None:  # 3.11
+        self.push(ops.unary(self, "pos", self.pop()))
 
     def UNARY_NEGATIVE(self, ins: Instr) -> None:
         self.push(ops.unary(self, "neg", self.pop()))
@@ -569,7 +582,20 @@ class Frame:
         self.fail("assertion failed at capture time")
 
     def IMPORT_NAME(self, ins: Instr) -> None:
-        self.fail("import inside the captured function")
+        """``import x.y``: allowed for modules already loaded (importing them again does nothing)."""
+        import sys
+
+        fromlist = self.pop()
+        level = self.pop()
+        name = ins.argval
+        module = sys.modules.get(name)
+        if module is None or (isinstance(level, ConstVar) and level.value):
+            self.fail(f"import of {name!r} inside the captured function (not loaded yet, or relative)")
+        has_fromlist = isinstance(fromlist, ConstVar) and fromlist.value
+        self.push(ConstVar(module if has_fromlist else sys.modules[name.partition(".")[0]]))
+
+    def IMPORT_FROM(self, ins: Instr) -> None:
+        self.push(load_attr(self, self.stack[-1], ins.argval))
 
 
 __all__ = ["BoundMethodVar", "Frame"]

@@ -43,6 +43,10 @@ def python_value(var: Var) -> Any:
         return [python_value(v) for v in var.items]
     if isinstance(var, DictVar):
         return {k: python_value(v) for k, v in var.items.items()}
+    if isinstance(var, BoundMethodVar):
+        import types
+
+        return types.MethodType(python_value(var.func), python_value(var.self_var))
     raise NotConstant(type(var).__name__)
 
 
@@ -149,7 +153,11 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
             frame.fail("identity test between a constant container and a captured value")
         return False
     if isinstance(a, TensorVar) and isinstance(b, TensorVar):
-        return a.node is b.node
+        if a.node is b.node:
+            return True
+        if a.node.op == "placeholder" and b.node.op == "placeholder":
+            frame.state.guards.distinct([a.source, b.source])  # they must stay different objects
+        return False
     return False
 
 
@@ -246,18 +254,18 @@ def delitem(frame: "Frame", obj: Var, index: Var) -> None:
 def mutable_list(frame: "Frame", var: Var) -> ListVar:
     if not isinstance(var, ListVar):
         frame.fail(f"expected a list, got a {_kind(var)}")
-    if var.source is not None:
-        frame.fail("mutation of a list that exists outside the compiled function (a side effect) is not supported yet")
     frame.state.remember(var)
+    if var.source is not None:
+        frame.state.side_effects.mutated(var)
     return var
 
 
 def mutable_dict(frame: "Frame", var: Var) -> DictVar:
     if not isinstance(var, DictVar):
         frame.fail(f"expected a dict, got a {_kind(var)}")
-    if var.source is not None:
-        frame.fail("mutation of a dict that exists outside the compiled function (a side effect) is not supported yet")
     frame.state.remember(var)
+    if var.source is not None:
+        frame.state.side_effects.mutated(var)
     return var
 
 

@@ -28,9 +28,10 @@ class OutputBuilder:
         self.outputs: list[TensorVar] = []
         self._index: dict[torch.fx.Node, int] = {}
 
-    def expr(self, var: Var) -> str:
-        if var.source is not None:  # an input returned as it is: the same object
-            return var.source.expr(self.consts)
+    def expr(self, var: Var, fresh: bool = False) -> str:
+        """Python expression for ``var``; ``fresh`` rebuilds a container even if it has a source."""
+        if var.source is not None and not (fresh and isinstance(var, (ListVar, DictVar, TupleVar))):
+            return var.source.expr(self.consts)  # an input as it is: the same object
         if isinstance(var, TensorVar):
             if var.node.op == "placeholder":
                 return next(s for s, n, _ in self.graph.inputs if n is var.node).expr(self.consts)
@@ -54,13 +55,13 @@ class OutputBuilder:
         if isinstance(var, ListVar):
             return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
         if isinstance(var, DictVar):
-            body = ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in var.items.items())
+            body = ", ".join(f"{self.key(k)}: {self.expr(v)}" for k, v in var.items.items())
             if var.dict_type is dict:
                 return "{" + body + "}"
             return f"{self.consts.name(var.dict_type, 'D')}({{{body}}})"
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
 
-    def _key(self, key: object) -> str:
+    def key(self, key: object) -> str:
         if isinstance(key, _LITERALS):
             return repr(key)
         return self.consts.name(key, "key")

@@ -128,7 +128,10 @@ class ItemSource(Source):
     index: Any
 
     def expr(self, consts: Constants) -> str:
-        return f"{self.base.expr(consts)}[{self.index!r}]"
+        index = self.index
+        literal = isinstance(index, (str, int, float, bool, type(None), tuple)) and type(index) in (
+            str, int, float, bool, type(None), tuple)
+        return f"{self.base.expr(consts)}[{repr(index) if literal else consts.name(index, 'key')}]"
 
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.index!r}]"
@@ -159,3 +162,20 @@ class NumpyTensorSource(Source):
 
     def describe(self) -> str:
         return f"from_numpy({self.base.describe()})"
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodCallSource(Source):
+    """``base.method(*args)`` for read-only methods of builtin containers (``dict.get``)."""
+
+    base: Source
+    method: str
+    args: tuple
+
+    def expr(self, consts: Constants) -> str:
+        args = ", ".join(repr(a) for a in self.args)
+        return f"{self.base.expr(consts)}.{self.method}({args})"
+
+    def describe(self) -> str:
+        args = ", ".join(repr(a) for a in self.args)
+        return f"{self.base.describe()}.{self.method}({args})"

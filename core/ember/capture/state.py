@@ -6,6 +6,7 @@ from typing import Any
 
 from ..guards import GuardSet
 from .graph import GraphBuilder
+from .side_effects import SideEffects
 
 MAX_INLINE_DEPTH = 64
 
@@ -17,6 +18,7 @@ class CaptureState:
     depth: int = 0
     instructions: int = 0
     max_instructions: int = 2_000_000
+    side_effects: SideEffects = dataclasses.field(default_factory=SideEffects)
     #: original contents of containers/iterators changed by the current root instruction
     undo: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
 

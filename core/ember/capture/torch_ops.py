@@ -9,6 +9,7 @@ the capture never runs them once and forgets them.
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import operator
 import types
@@ -93,6 +94,10 @@ def is_graph_callable(fn: Any) -> bool:
     return any(module == p or module.startswith(p + ".") for p in _GRAPH_MODULE_PREFIXES)
 
 
+#: what user code asks to learn whether it is being compiled: yes, while ember captures it
+COMPILING_QUERIES = {torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling}
+
+
 def is_pure_function(fn: Any) -> bool:
     """Callables that may be evaluated at capture time when every argument is constant."""
     try:
@@ -110,7 +115,8 @@ def is_pure_function(fn: Any) -> bool:
         return True
     if isinstance(self_obj, types.ModuleType) and self_obj.__name__ in PURE_MODULES:
         return True
-    return fn in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.is_grad_enabled,
+    return fn in (inspect.signature, inspect.getfullargspec, inspect.isfunction, inspect.ismethod,
+                  inspect.isclass, torch.Size, torch.device, torch.finfo, torch.iinfo, torch.is_grad_enabled,
                   torch.get_default_dtype, torch.is_tensor, torch.is_floating_point,
                   torch.is_complex, torch.typename)
 

@@ -128,6 +128,20 @@ class IteratorVar(Var):
         return item
 
 
+@dataclasses.dataclass(eq=False)
+class PartialVar(Var):
+    """``functools.partial(fn, *args, **kwargs)`` made inside the captured code."""
+
+    func: Var
+    args: list[Var]
+    kwargs: dict[str, Var]
+
+    def python_type(self) -> type:
+        import functools
+
+        return functools.partial
+
+
 class _Null(Var):
     def __repr__(self) -> str:
         return "NULL"

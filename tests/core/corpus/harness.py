@@ -12,8 +12,10 @@ is hit. It compares:
   return the corresponding input object of its own call;
 - arguments after the call (in-place mutation of inputs must match eager);
 - optional extra state (``state=lambda mod_or_fn, args: ...``), e.g. module buffers;
-- warnings: whole-graph cases must emit no warning starting with ``ember:``; breaking cases
-  (``breaks="fragment"``) must emit one that contains ``fragment``;
+- warnings and graph breaks: whole-graph cases must emit no warning starting with ``ember:`` and
+  no record on the ``ember.graph_breaks`` logger (a silent graph break is not a whole capture);
+  breaking cases (``breaks="fragment"``) must emit a fallback warning or a graph-break record
+  that contains ``fragment`` (so they keep passing once graph breaks with resume functions land);
 - the number of graphs the backend received (``graphs=``), after the first pass and unchanged
   after the second pass.
 
@@ -22,8 +24,10 @@ Cases become pytest params through :func:`params`, which attaches ``xfail`` (str
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import logging
 import warnings
 from typing import Any, Callable
 
@@ -54,7 +58,9 @@ class CountingBackend:
 class Case:
     name: str
     fn: Callable[..., Any] | None = None
-    args: list[Any] = dataclasses.field(default_factory=list)  # tuples, or dicts {"args":..., "kwargs":...}
+    # each entry: a tuple of arguments, a dict {"args": (...), "kwargs": {...}}, or a callable
+    # returning either (called once per use, before the eager and the compiled call)
+    args: list[Any] = dataclasses.field(default_factory=list)
     graphs: int | None = None  # total graphs expected after all argument tuples (None: not checked)
     module: Callable[[], torch.nn.Module] | None = None  # factory; eager and compiled get deep copies
     breaks: str | None = None  # expected fragment of the fallback warning; marks the case `breaks`
@@ -81,25 +87,34 @@ def params(cases: list[Case]) -> list[Any]:
 
 
 # -- cloning and comparing -----------------------------------------------------------------
-def clone(value: Any) -> Any:
-    """A copy of an argument tree: tensors cloned (keeping requires_grad), containers rebuilt."""
+def clone(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """A copy of an argument tree: tensors cloned (keeping requires_grad), containers rebuilt.
+
+    Aliasing is kept: the same tensor (or list) twice in the tree becomes the same copy twice.
+    """
+    memo = {} if memo is None else memo
+    if id(value) in memo:
+        return memo[id(value)]
     if isinstance(value, torch.Tensor):
         if isinstance(value, torch.nn.Parameter):
-            return torch.nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
-        out = value.detach().clone()
-        if value.requires_grad:
-            out.requires_grad_(True)
-        return out
-    if isinstance(value, list):
-        return [clone(v) for v in value]
-    if isinstance(value, tuple):
-        items = [clone(v) for v in value]
-        if hasattr(type(value), "_fields"):
-            return type(value)(*items)
-        return type(value)(items)
-    if isinstance(value, dict):
-        return type(value)((k, clone(v)) for k, v in value.items())
-    return value
+            out = torch.nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
+        else:
+            out = value.detach().clone()
+            if value.requires_grad:
+                out.requires_grad_(True)
+    elif isinstance(value, list):
+        out = memo[id(value)] = []
+        out.extend(clone(v, memo) for v in value)
+    elif isinstance(value, tuple):
+        items = [clone(v, memo) for v in value]
+        out = type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+    elif isinstance(value, dict):
+        out = memo[id(value)] = type(value)()
+        out.update((k, clone(v, memo)) for k, v in value.items())
+    else:
+        return value
+    memo[id(value)] = out
+    return out
 
 
 _ATOMIC = (int, float, bool, complex, str, bytes, type(None), torch.dtype, torch.device)
@@ -166,6 +181,8 @@ def assert_identity(expected: Any, actual: Any, eager_in: dict[int, str], compil
 
 # -- running ---------------------------------------------------------------------------------
 def _split(entry: Any) -> tuple[tuple, dict]:
+    if callable(entry):  # made at call time (aliasing, or a change of global state before the call)
+        entry = entry()
     if isinstance(entry, dict) and set(entry) <= {"args", "kwargs"}:
         return tuple(entry.get("args", ())), dict(entry.get("kwargs", {}))
     assert isinstance(entry, tuple), f"argument entries are tuples or {{'args', 'kwargs'}} dicts, got {entry!r}"
@@ -174,6 +191,30 @@ def _split(entry: Any) -> tuple[tuple, dict]:
 
 def _ember_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
     return [str(w.message) for w in caught if str(w.message).startswith("ember:")]
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def break_records():
+    """Collect what ember logs on ``ember.graph_breaks`` (fallbacks and graph breaks)."""
+    logger = logging.getLogger("ember.graph_breaks")
+    handler = _Records()
+    saved = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved)
 
 
 def run_case(case: Case) -> CountingBackend:
@@ -197,8 +238,8 @@ def run_case(case: Case) -> CountingBackend:
     for pass_no in range(passes):
         for n, entry in enumerate(case.args):
             args, kwargs = _split(entry)
-            eager_args, eager_kwargs = clone(args), clone(kwargs)
-            comp_args, comp_kwargs = clone(args), clone(kwargs)
+            eager_args, eager_kwargs = clone((args, kwargs))
+            comp_args, comp_kwargs = clone((args, kwargs))
             where = f"{case.name} pass {pass_no + 1} args #{n}"
 
             torch.manual_seed(SEED)
@@ -208,7 +249,7 @@ def run_case(case: Case) -> CountingBackend:
             except Exception as exc:  # the compiled call must raise the same
                 expected_exc = exc
             torch.manual_seed(SEED)
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True) as caught, break_records() as records:
                 warnings.simplefilter("always")
                 if expected_exc is not None:
                     with pytest.raises(type(expected_exc)):
@@ -216,9 +257,10 @@ def run_case(case: Case) -> CountingBackend:
                 else:
                     actual = compiled(*comp_args, **comp_kwargs)
             messages = _ember_warnings(caught)
-            fallback_messages.extend(messages)
+            fallback_messages.extend(messages + records)
             if case.breaks is None:
                 assert not messages, f"{where}: unexpected fallback: {messages}"
+                assert not records, f"{where}: unexpected graph break: {records}"
             if expected_exc is not None:
                 continue
 
@@ -245,7 +287,8 @@ def run_case(case: Case) -> CountingBackend:
 
     if case.breaks is not None:
         assert any(case.breaks in m for m in fallback_messages), (
-            f"{case.name}: expected a fallback warning naming {case.breaks!r}, got {fallback_messages}")
+            f"{case.name}: expected a fallback warning or graph-break record naming {case.breaks!r}, "
+            f"got {fallback_messages}")
     elif case.graphs is not None:
         assert count_after_first == case.graphs, (
             f"{case.name}: expected {case.graphs} graph(s) after the first pass, got {count_after_first}")
@@ -260,13 +303,6 @@ def _module_state(mod: torch.nn.Module) -> dict[str, Any]:
     state = {k: v for k, v in mod.state_dict(keep_vars=False).items()}
     state["__training__"] = mod.training
     return state
-
-
-def case(name: str, *args: Any, **kwargs: Any) -> Callable[[Callable], Case]:
-    """Decorator form: ``@case("name", args=[...], graphs=1)`` over the function."""
-    def make(fn: Callable) -> Case:
-        return Case(name, fn, *args, **kwargs)
-    return make
 
 
 def t(*shape: int, dtype: torch.dtype = torch.float32, seed: int | None = None) -> torch.Tensor:

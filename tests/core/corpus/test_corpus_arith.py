@@ -51,10 +51,7 @@ add("python_only_no_tensor_work", lambda a, b: (a + b, a * b, a - b, a / b, a //
 add("python_compare_chain", lambda x, a: x + (1 if 0 < a <= 10 else -1), [(t(2), 5), (t(2), 50)], 2)
 add("operator_module_fns", lambda x, y: (operator.add(x, y), operator.mul(x, 2), operator.truediv(x, 4),
                                         operator.lt(x, y), operator.getitem(x, 0)), [X23_Y23], 1)
-add("operator_neg_on_tensor", lambda x: (operator.neg(x), operator.abs(x)), [X23], 1,
-    xfail="operator.neg/operator.pos/operator.abs/operator.invert on a tensor: only the binary operator.* "
-          "functions have handlers (builtin_calls._make_operator); the unary ones fall through to "
-          "calls.call's is_pure_function path and fail with '_operator.neg called with tensors'")
+add("operator_neg_on_tensor", lambda x: (operator.neg(x), operator.abs(x)), [X23], 1)
 
 # -- comparisons on tensors ----------------------------------------------------------------------
 add("tensor_compare_ops", lambda x, y: (x < y, x <= y, x == y, x != y, x > y, x >= y), [X23_Y23], 1)
@@ -63,11 +60,8 @@ add("torch_where_compare", lambda x, y: torch.where(x > y, x, y), [X23_Y23], 1)
 
 # -- unary --------------------------------------------------------------------------------------
 add("unary_neg_abs", lambda x: (-x, abs(x), -(-x)), SHAPES, 2)
-add("unary_pos_tensor", lambda x: +x, SHAPES, 2,
-    xfail="Python 3.11 emits UNARY_POSITIVE for `+x`; frame.Frame has no UNARY_POSITIVE handler "
-          "(only the 3.12 CALL_INTRINSIC_1/INTRINSIC_UNARY_POSITIVE path), so capture falls back")
-add("unary_pos_python", lambda x, a: x * +a, [(t(2), 2), (t(2), -3)], 2,
-    xfail="UNARY_POSITIVE (3.11) unsupported in frame.Frame, even on Python ints")
+add("unary_pos_tensor", lambda x: +x, SHAPES, 2)
+add("unary_pos_python", lambda x, a: x * +a, [(t(2), 2), (t(2), -3)], 2)
 # flag True returns the input unchanged: no tensor work, so only one graph
 add("unary_not_on_python", lambda x, flag: x * 2 if not flag else x, [(t(2), False), (t(2), True)], 1)
 

@@ -1,0 +1,70 @@
+"""Side effects on objects that exist outside the captured function, replayed after the graph.
+
+Attribute stores and deletions (``self.count += 1``), global assignments, and mutations of
+lists and dicts read from the frame are applied to an overlay during capture (later reads in
+the same capture see them) and written back to the real objects by the entry's runner, in
+the order they first happened, before it returns or takes a graph break's native step.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from .values import DictVar, ListVar, Var
+
+if TYPE_CHECKING:
+    from .output import OutputBuilder
+
+DELETED = object()
+
+
+@dataclasses.dataclass
+class SideEffects:
+    #: (id(obj), name) -> (the object's Var, name, new value Var or DELETED)
+    attrs: dict[tuple[int, str], tuple[Var, str, Any]] = dataclasses.field(default_factory=dict)
+    #: (id(globals dict), name) -> (globals dict, name, value Var)
+    globals: dict[tuple[int, str], tuple[dict, str, Var]] = dataclasses.field(default_factory=dict)
+    #: id(container Var) -> the mutated ListVar/DictVar (it has a source)
+    containers: dict[int, Var] = dataclasses.field(default_factory=dict)
+
+    def copy(self) -> "SideEffects":
+        return SideEffects(dict(self.attrs), dict(self.globals), dict(self.containers))
+
+    def store_attr(self, obj: Var, value_obj: Any, name: str, value: Any) -> None:
+        self.attrs[(id(value_obj), name)] = (obj, name, value)
+
+    def lookup_attr(self, value_obj: Any, name: str) -> Any:
+        """The overlaid value (a Var or DELETED), or None when the attribute was not stored."""
+        entry = self.attrs.get((id(value_obj), name))
+        return entry[2] if entry else None
+
+    def store_global(self, globals_dict: dict, name: str, value: Var) -> None:
+        self.globals[(id(globals_dict), name)] = (globals_dict, name, value)
+
+    def lookup_global(self, globals_dict: dict, name: str) -> Var | None:
+        entry = self.globals.get((id(globals_dict), name))
+        return entry[2] if entry else None
+
+    def mutated(self, container: Var) -> None:
+        self.containers[id(container)] = container
+
+    def replay_lines(self, out: "OutputBuilder") -> list[str]:
+        """Python statements that apply every recorded effect to the real objects."""
+        lines = []
+        for container in self.containers.values():
+            target = container.source.expr(out.consts)
+            if isinstance(container, ListVar):
+                items = ", ".join(out.expr(v) for v in container.items)
+                lines.append(f"    {target}[:] = [{items}]")
+            elif isinstance(container, DictVar):
+                body = ", ".join(f"{out.key(k)}: {out.expr(v)}" for k, v in container.items.items())
+                lines.append(f"    ___v = {{{body}}}; ___t = {target}; ___t.clear(); ___t.update(___v)")
+        for obj, name, value in self.attrs.values():
+            target = out.expr(obj)
+            if value is DELETED:
+                lines.append(f"    delattr({target}, {name!r})")
+            else:
+                lines.append(f"    setattr({target}, {name!r}, {out.expr(value)})")
+        for globals_dict, name, value in self.globals.values():
+            lines.append(f"    {out.consts.name(globals_dict, 'g')}[{name!r}] = {out.expr(value)}")
+        return lines

@@ -1,0 +1,370 @@
+"""ember_aot runtime semantics: grad-mode specialization, autograd.Function behaviour, random
+ops, input mutations, fallbacks, compiler contract, plugin registration."""
+from __future__ import annotations
+
+import copy
+import logging
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch._subclasses import FakeTensor
+
+from aot_helpers import BACKENDS, assert_compiled, check_contract
+from ember_aot import aot_autograd, save_all_partition
+from ember_aot.backend import aot_eager
+from ember_aot.runtime import EagerPlan
+
+
+def _recorder():
+    calls = []
+
+    def compiler(gm, example_inputs):
+        check_contract(gm, example_inputs)
+        calls.append(gm)
+        return gm.forward
+
+    return calls, compiler
+
+
+def mlp(x, w1, w2):
+    return torch.tanh(x @ w1) @ w2
+
+
+def _mlp_inputs(grad=True):
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(4, 5, generator=g), torch.randn(5, 6, generator=g).requires_grad_(grad),
+            torch.randn(6, 3, generator=g).requires_grad_(grad)]
+
+
+def test_inference_graph_when_nothing_needs_grad():
+    fw, fwc = _recorder()
+    inf, infc = _recorder()
+    backend = aot_autograd(fwc, inference_compiler=infc)
+    args = _mlp_inputs(grad=False)
+    out = backend(torch.fx.symbolic_trace(mlp), args)(*args)
+    torch.testing.assert_close(out, mlp(*args))
+    assert not fw and len(inf) == 1
+    assert not out.requires_grad
+
+
+def test_grad_mode_is_part_of_the_specialization():
+    gm = torch.fx.symbolic_trace(mlp)
+    args = _mlp_inputs()
+    with torch.no_grad():
+        compiled = aot_eager(gm, args)
+        out = compiled(*args)
+    assert not out.requires_grad
+    out = compiled(*args)  # grad mode on now: a training plan, gradients flow
+    assert out.requires_grad
+    out.sum().backward()
+    ref = [a.detach().requires_grad_(a.requires_grad) for a in args]
+    mlp(*ref).sum().backward()
+    torch.testing.assert_close(args[1].grad, ref[1].grad)
+    torch.testing.assert_close(args[2].grad, ref[2].grad)
+    assert len(compiled.plans) == 2
+    assert_compiled(compiled)
+    with torch.no_grad():
+        assert not compiled(*args).requires_grad
+    assert len(compiled.plans) == 2
+
+
+def test_requires_grad_change_respecializes():
+    gm = torch.fx.symbolic_trace(mlp)
+    args = _mlp_inputs()
+    compiled = aot_eager(gm, args)
+    x = args[0].clone().requires_grad_()
+    compiled(x, *args[1:]).sum().backward()
+    ref = x.detach().clone().requires_grad_()
+    mlp(ref, args[1].detach(), args[2].detach()).sum().backward()
+    torch.testing.assert_close(x.grad, ref.grad)
+    assert len(compiled.plans) == 2
+
+
+def test_saved_tensors_are_per_call():
+    gm = torch.fx.symbolic_trace(mlp)
+    args = _mlp_inputs()
+    compiled = aot_eager(gm, args)
+    x1, x2 = torch.randn(4, 5), torch.randn(4, 5) * 3
+    out1, out2 = compiled(x1, *args[1:]), compiled(x2, *args[1:])
+    out2.sum().backward()
+    g2 = args[1].grad.clone()
+    args[1].grad = None
+    out1.sum().backward()
+    g1 = args[1].grad.clone()
+    w1 = args[1].detach().requires_grad_()
+    mlp(x1, w1, args[2].detach()).sum().backward()
+    torch.testing.assert_close(g1, w1.grad)
+    w1.grad = None
+    mlp(x2, w1, args[2].detach()).sum().backward()
+    torch.testing.assert_close(g2, w1.grad)
+
+
+def test_retain_graph_and_double_backward_error():
+    gm = torch.fx.symbolic_trace(mlp)
+    args = _mlp_inputs()
+    compiled = aot_eager(gm, args)
+    out = compiled(*args).sum()
+    out.backward(retain_graph=True)
+    first = args[1].grad.clone()
+    out.backward()
+    torch.testing.assert_close(args[1].grad, 2 * first)
+    out = compiled(*args).sum()
+    (g,) = torch.autograd.grad(out, args[1], create_graph=True)
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="double backward"):
+        torch.autograd.grad(g.sum(), args[2])
+
+
+def test_noncontiguous_output_and_grad():
+    def fn(x, w):
+        return (x @ w).t()
+
+    gm = torch.fx.symbolic_trace(fn)
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 5, requires_grad=True)
+    compiled = aot_eager(gm, [x, w])
+    out = compiled(x, w)
+    assert out.stride() == fn(x, w).stride()
+    grad = torch.randn(3, 5).t()  # non-contiguous incoming gradient
+    out.backward(grad)
+    rx, rw = x.detach().requires_grad_(), w.detach().requires_grad_()
+    fn(rx, rw).backward(grad)
+    torch.testing.assert_close(x.grad, rx.grad)
+    torch.testing.assert_close(w.grad, rw.grad)
+
+
+def dropout_fn(x, w):
+    return F.dropout(x @ w, 0.5, True).sum(1) + F.dropout(torch.sigmoid(x), 0.3, True).mean()
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_dropout_same_mask_and_matches_eager_under_seed(backend):
+    gm = torch.fx.symbolic_trace(dropout_fn)
+    x, w = torch.randn(8, 6, requires_grad=True), torch.randn(6, 16, requires_grad=True)
+    compiled = BACKENDS[backend](gm, [x, w])
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        out = compiled(x, w)
+        out.sum().backward()
+        rx, rw = x.detach().requires_grad_(), w.detach().requires_grad_()
+        torch.manual_seed(seed)
+        ref = dropout_fn(rx, rw)
+        ref.sum().backward()
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(x.grad, rx.grad)
+        torch.testing.assert_close(w.grad, rw.grad)
+        x.grad = w.grad = None
+    assert_compiled(compiled)
+
+
+def test_dropout_mask_consistent_between_forward_and_backward():
+    def fn(x):
+        return F.dropout(x, 0.5, True)
+
+    x = torch.ones(1000, requires_grad=True)
+    compiled = aot_autograd(lambda gm, ex: gm.forward)(torch.fx.symbolic_trace(fn), [x])
+    out = compiled(x)
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, (out != 0).float() * 2)
+
+
+def test_unsupported_graph_runs_eagerly_with_one_warning(caplog):
+    def fn(x):
+        return torch.nonzero(x > 0).float().sum() + x.sum()
+
+    x = torch.randn(10, requires_grad=True)
+    with caplog.at_level(logging.WARNING, logger="ember.aot"):
+        compiled = aot_eager(torch.fx.symbolic_trace(fn), [x])
+        out = compiled(x)
+        compiled(x)
+    torch.testing.assert_close(out, fn(x))
+    assert isinstance(next(iter(compiled.plans.values())), EagerPlan)
+    assert len([r for r in caplog.records if r.name == "ember.aot"]) == 1
+
+
+def test_mutation_that_makes_input_require_grad_falls_back(caplog):
+    def fn(x, buf):
+        buf.add_(x)
+        return buf * 2
+
+    x, buf = torch.randn(3, requires_grad=True), torch.zeros(3)
+    with caplog.at_level(logging.WARNING, logger="ember.aot"):
+        compiled = aot_eager(torch.fx.symbolic_trace(fn), [x, buf])
+    out = compiled(x, buf)
+    assert buf.requires_grad and out.requires_grad
+    torch.testing.assert_close(buf.detach(), x.detach())
+    assert "requires grad" in caplog.text
+
+
+def test_mutated_input_aliasing_another_input_runs_eagerly(caplog):
+    def fn(a, b):
+        a.add_(1.0)
+        return a + b
+
+    gm = torch.fx.symbolic_trace(fn)
+    a, b = torch.zeros(4), torch.ones(4)
+    compiled = aot_eager(gm, [a, b])
+    torch.testing.assert_close(compiled(a, b), torch.full((4,), 2.0))
+    base = torch.zeros(4)
+    with caplog.at_level(logging.WARNING, logger="ember.aot"):
+        out = compiled(base, base)  # b sees a's update, as in eager
+    torch.testing.assert_close(out, torch.full((4,), 2.0))
+    assert "shares memory" in caplog.text
+
+
+def test_keep_inference_input_mutations():
+    inf = []
+
+    def compiler(gm, example_inputs):
+        inf.append(gm)
+        return gm.forward
+
+    def fn(x, running):
+        running.mul_(0.5).add_(x.mean())
+        return x - running
+
+    backend = aot_autograd(compiler, keep_inference_input_mutations=True)
+    x, running = torch.randn(5), torch.ones(())
+    with torch.no_grad():
+        compiled = backend(torch.fx.symbolic_trace(fn), [x, running])
+        out = compiled(x, running)
+    expected_running = 0.5 + x.mean()
+    torch.testing.assert_close(running, expected_running)
+    torch.testing.assert_close(out, x - expected_running)
+    assert any(n.target is torch.ops.aten.copy_.default for n in inf[0].graph.nodes)
+
+
+def test_python_scalars_are_specialized():
+    def fn(x, alpha, n):
+        return x * alpha + n
+
+    x = torch.randn(3, requires_grad=True)
+    compiled = aot_eager(torch.fx.symbolic_trace(fn), [x, 2.0, 1])
+    torch.testing.assert_close(compiled(x, 2.0, 1), x * 2.0 + 1)
+    torch.testing.assert_close(compiled(x, 3.0, 5), x * 3.0 + 5)
+    assert len(compiled.plans) == 2
+
+
+SEEN: list[type] = []
+
+
+def spy(t):
+    SEEN.append(type(t))
+    return t * 2
+
+
+torch.fx.wrap("spy")
+
+
+def spied(x):
+    return spy(x).sin()
+
+
+def test_no_real_computation_at_compile_time():
+    seen = SEEN
+    seen.clear()
+    fn = spied
+    gm = torch.fx.symbolic_trace(fn)
+    x = torch.randn(3, requires_grad=True)
+    compiled = aot_eager(gm, [x])
+    assert seen and all(issubclass(t, FakeTensor) for t in seen)
+    seen.clear()
+    torch.testing.assert_close(compiled(x), fn(x))
+
+
+def test_compiler_error_propagates_on_first_compile():
+    def broken(gm, example_inputs):
+        raise ValueError("boom")
+
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(ValueError, match="boom"):
+        aot_autograd(broken)(torch.fx.symbolic_trace(lambda x: x.sin()), [x])
+
+
+def test_partitioned_graphs_follow_the_contract():
+    fw, fwc = _recorder()
+    bw, bwc = _recorder()
+    x, w = torch.randn(4, 5, requires_grad=True), torch.randn(5, 3, requires_grad=True)
+    backend = aot_autograd(fwc, bwc, partition_fn=save_all_partition)
+    compiled = backend(torch.fx.symbolic_trace(lambda x, w: (x @ w).relu()), [x, w])
+    compiled(x, w).sum().backward()
+    assert len(fw) == 1 and len(bw) == 1
+    bw_placeholders = [n.name for n in bw[0].graph.nodes if n.op == "placeholder"]
+    assert bw_placeholders[-1].startswith("tangents")
+
+
+def test_aot_eager_is_registered_and_listing_stays_cheap():
+    from ember.backends import REGISTRY
+
+    name, compiler, spec = REGISTRY.lookup("aot_eager")
+    assert compiler is aot_eager and "training" in spec.tags
+    code = (
+        "import sys, ember_aot.plugin, ember_aot\n"
+        "assert 'networkx' not in sys.modules and 'ember_aot.api' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _ember_compile():
+    import ember
+
+    if not hasattr(ember, "compile"):
+        pytest.skip("ember.compile is not available yet")
+    return ember.compile
+
+
+def test_end_to_end_ember_compile_batchnorm_training():
+    compile_fn = _ember_compile()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Linear(4 * 6 * 6, 2),
+    )
+    ref = copy.deepcopy(model)
+    fast = compile_fn(model, backend="aot_eager")
+    for step in range(3):
+        x = torch.randn(2, 3, 8, 8)
+        out = fast(x)
+        out.pow(2).sum().backward()
+        expected = ref(x)
+        expected.pow(2).sum().backward()
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, rp.grad, rtol=1e-4, atol=1e-4)
+    for b, rb in zip(model.buffers(), ref.buffers()):
+        torch.testing.assert_close(b, rb, rtol=1e-4, atol=1e-4)
+
+
+def test_end_to_end_ember_compile_runs_the_compiled_backward():
+    compile_fn = _ember_compile()
+    fw, fwc = _recorder()
+    bw, bwc = _recorder()
+
+    def fn(x, w):
+        return torch.tanh(x @ w).sum()
+
+    fast = compile_fn(fn, backend=aot_autograd(fwc, bwc))
+    x, w = torch.randn(3, 4), torch.randn(4, 5, requires_grad=True)
+    loss = fast(x, w)
+    loss.backward()
+    rw = w.detach().requires_grad_()
+    fn(x, rw).backward()
+    torch.testing.assert_close(w.grad, rw.grad)
+    assert len(fw) == 1 and len(bw) == 1
+
+
+def test_metadata_mutation_of_input_falls_back(caplog):
+    def fn(x):
+        x.unsqueeze_(0)
+        return x * 2
+
+    gm = torch.fx.symbolic_trace(fn)
+    x = torch.randn(3)
+    with caplog.at_level(logging.WARNING, logger="ember.aot"):
+        compiled = aot_eager(gm, [x.clone()])
+    out = compiled(x)
+    assert x.shape == (1, 3) and out.shape == (1, 3)
+    assert "metadata" in caplog.text

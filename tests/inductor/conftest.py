@@ -1,0 +1,16 @@
+"""ember_inductor tests: one private compile cache per test session, strict compilation.
+
+Strict mode turns a graph that fails to compile into an error instead of an eager fallback,
+so a lowering or codegen bug cannot hide behind the fallback.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+os.environ["EMBER_CACHE_DIR"] = tempfile.mkdtemp(prefix="ember_inductor_tests_")
+os.environ["EMBER_INDUCTOR_STRICT"] = "1"
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)  # for benchmarks.models

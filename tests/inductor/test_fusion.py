@@ -1,0 +1,96 @@
+"""Fusion: what ends up in one kernel, read from the generated code and the fusion groups."""
+from __future__ import annotations
+
+import re
+
+import torch
+import torch.nn.functional as F
+
+from helpers import check
+
+
+def _kernel_code(compiled) -> str:
+    src = compiled.compiled.source
+    return src[src.index('extern "C"'):]
+
+
+def _kernels(compiled) -> list[str]:
+    src = compiled.compiled.source
+    return re.findall(r'extern "C" void (kernel\d+)\(', src)
+
+
+def test_sin_plus_cos_is_one_kernel_reading_x_once() -> None:
+    compiled = check(lambda x: torch.sin(x) + torch.cos(x), torch.randn(1000, 33))
+    src = compiled.compiled.source
+    assert _kernels(compiled) == ["kernel0"]
+    body = src[src.index('extern "C" void kernel0'):]
+    assert len(re.findall(r"in_ptr0\[", body)) == 1
+    assert "#pragma omp parallel for simd" in body
+
+
+def test_pointwise_chain_is_one_kernel_without_temporaries() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        for _ in range(10):
+            x = torch.relu(x * 1.01 + 0.1) - 0.05
+        return x
+    compiled = check(fn, torch.randn(64, 64))
+    assert len(_kernels(compiled)) == 1
+    assert compiled.compiled.wrapper_source.count("empty_strided") == 2  # call + call_checked
+
+
+def test_softmax_is_at_most_two_kernels() -> None:
+    compiled = check(lambda x: torch.softmax(x, -1), torch.randn(32, 100))
+    assert len(_kernels(compiled)) <= 2
+
+
+def test_layer_norm_is_at_most_two_kernels() -> None:
+    compiled = check(lambda x, w, b: F.layer_norm(x, (100,), w, b), torch.randn(32, 100),
+                     torch.randn(100), torch.randn(100))
+    assert len(_kernels(compiled)) <= 2
+
+
+def test_mean_std_normalisation_is_one_kernel() -> None:
+    compiled = check(lambda x: (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True),
+                     torch.randn(16, 256))
+    assert len(_kernels(compiled)) == 1
+
+
+def test_matmul_epilogue_fuses_around_extern() -> None:
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x @ w + b) * 2 + 1
+    compiled = check(fn, torch.randn(8, 16), torch.randn(16, 32), torch.randn(32))
+    assert len(_kernels(compiled)) == 1
+    assert "aten.mm" in compiled.compiled.wrapper_source or "c0" in compiled.compiled.wrapper_source
+
+
+def test_sibling_reductions_share_a_kernel() -> None:
+    compiled = check(lambda x: (x.sum(1), x.amax(1), (x * x).sum(1)), torch.randn(16, 64))
+    assert len(_kernels(compiled)) == 1
+
+
+def test_dead_code_is_removed() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        unused = torch.exp(x).sum()  # noqa: F841
+        return x + 1
+    compiled = check(fn, torch.randn(10))
+    assert "std::exp" not in _kernel_code(compiled)
+
+
+def test_expensive_values_are_not_recomputed() -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        y = x
+        for _ in range(12):
+            y = torch.tanh(y) * 1.1 + torch.sin(y)
+        return y + 1, y * 2, y.sum(0)
+    compiled = check(fn, torch.randn(16, 16))
+    assert _kernel_code(compiled).count("std::tanh") == 12
+
+
+def test_fusion_groups_reported(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EMBER_DEBUG", "1")
+    monkeypatch.setenv("EMBER_DEBUG_DIR", str(tmp_path))
+    check(lambda x: torch.softmax(x * 2, -1), torch.randn(8, 40))
+    (folder,) = list(tmp_path.iterdir())
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["aten_graph.py", "fusion.txt", "ir.txt", "kernels.cpp", "wrapper.py"]
+    assert (folder / "fusion.txt").read_text().count("kernel over") == 1

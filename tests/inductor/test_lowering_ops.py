@@ -1,0 +1,159 @@
+"""Lowered ops against eager: pointwise with promotion, reductions, views, indexing, creation.
+
+Ops are grouped several per graph so that each test costs one C++ compilation.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import check
+
+torch.manual_seed(0)
+
+FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def _x(dtype: torch.dtype = torch.float32, shape: tuple = (6, 10)) -> torch.Tensor:
+    return torch.randn(shape).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.float64])
+def test_unary_math(dtype: torch.dtype) -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        p = x.abs() + 0.5
+        return (x.exp(), p.log(), p.sqrt(), p.rsqrt(), x.sin(), x.cos(), x.tanh(), x.sigmoid(),
+                torch.erf(x), x.neg(), x.abs(), x.floor(), x.ceil(), x.round(), x.trunc(),
+                torch.expm1(x), torch.log1p(p), x.reciprocal(), x.sign(), torch.relu(x),
+                torch.atan(x), p.log2(), torch.exp2(x))
+    check(fn, _x(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_binary_promotion(dtype: torch.dtype) -> None:
+    def fn(x: torch.Tensor, y: torch.Tensor, i: torch.Tensor) -> tuple:
+        return (x + y, x - 2 * y, x * y, x / (y.abs() + 1), torch.maximum(x, y), torch.minimum(x, y),
+                x + i, i * 0.5, x + 3, torch.pow(x.abs(), 1.5), x ** 2, torch.atan2(x, y),
+                torch.remainder(x, 0.75), torch.fmod(x, 0.75), x // 0.25,
+                torch.add(x, y, alpha=2), torch.sub(x, 1.5), 1.5 - x, torch.clamp(x, -0.5, 0.5),
+                x.clamp_min(0.1), x.to(torch.float32) * 2)
+    check(fn, _x(dtype), _x(dtype, (10,)), torch.randint(-5, 5, (6, 10)))
+
+
+def test_integer_and_bool_ops() -> None:
+    def fn(a: torch.Tensor, b: torch.Tensor, m: torch.Tensor) -> tuple:
+        return (a + b, a * b, a // b, a % b, torch.div(a, b, rounding_mode="trunc"), a / b,
+                torch.div(a, b, rounding_mode="floor"), a & b, a | b, a ^ b, ~a, ~m, m & (a > 0),
+                m | (b < 2), torch.logical_xor(m, a > 0), torch.logical_not(m), a.abs(), -a,
+                torch.maximum(a, b), a.to(torch.int32) * 3, m.to(torch.int64) + 1, (a == b), a != 2,
+                torch.where(m, a, b), a.to(torch.uint8) + 250, a.to(torch.int8) * 100)
+    a = torch.randint(-20, 20, (5, 7))
+    b = torch.randint(1, 6, (5, 7)) * torch.where(torch.rand(5, 7) > 0.5, 1, -1)
+    check(fn, a, b, torch.rand(5, 7) > 0.5)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_compare_where_masked_fill(dtype: torch.dtype) -> None:
+    def fn(x: torch.Tensor, y: torch.Tensor) -> tuple:
+        return (x > y, x <= 0.1, x == x, torch.where(x > 0, x, y), torch.where(x > 0, x, 0.0),
+                x.masked_fill(x < 0, float("-inf")), x.masked_fill(y > 0, 2.0), torch.isnan(x / x),
+                torch.isinf(1.0 / (x * 0)))
+    check(fn, _x(dtype), _x(dtype))
+
+
+def test_nan_propagation() -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        return (x.amax(1), x.amin(0), torch.maximum(x, torch.zeros_like(x)), x.argmax(1), x.sum(1),
+                torch.relu(x))
+    x = torch.randn(4, 40)
+    x[1, 3] = float("nan")
+    x[2, 39] = float("nan")
+    check(fn, x)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_reductions(dtype: torch.dtype) -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        return (x.sum(1), x.sum(0, keepdim=True), x.sum(), x.mean(1), x.mean((0, 1)),
+                (x * 0.1 + 1).prod(1), x.amax(1), x.amin(0), x.argmax(1), x.argmin(0), x.argmax(),
+                x.var(1), x.std(0, keepdim=True), x.var(1, correction=0), torch.logsumexp(x, 1),
+                (x > 0).any(1), (x > -3).all(0), x.max(1), x.min(0))
+    check(fn, _x(dtype, (12, 33)))
+
+
+def test_integer_reductions() -> None:
+    def fn(a: torch.Tensor, m: torch.Tensor) -> tuple:
+        return (a.sum(1), a.sum(), a.amax(0), a.amin(1), a.argmax(1), m.sum(0), m.any(), m.all(1),
+                a.prod(1), a.to(torch.int32).sum(0))
+    check(fn, torch.randint(-9, 9, (7, 9)), torch.rand(7, 9) > 0.3)
+
+
+def test_large_reduction_parallel_paths() -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        return x.sum(), x.amax(), x.view(64, -1).sum(0), x.view(-1, 512).mean(1)
+    check(fn, torch.randn(1 << 16))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_softmax_layer_norm(dtype: torch.dtype) -> None:
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple:
+        return (torch.softmax(x, -1), torch.log_softmax(x, -1), torch.softmax(x, 0),
+                F.layer_norm(x, (x.shape[-1],), w, b), F.gelu(x), F.gelu(x, approximate="tanh"),
+                F.silu(x), F.leaky_relu(x, 0.1), F.hardtanh(x))
+    check(fn, _x(dtype, (8, 48)), _x(dtype, (48,)), _x(dtype, (48,)))
+
+
+def test_views() -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        y = x.view(4, 6, 10)
+        return (y.permute(2, 0, 1) * 2, y.transpose(0, 2).reshape(60, 4) + 1, x.t() - 1,
+                y[:, 1:5:2] * 3, y.select(1, 3) + 1, y.unsqueeze(1).expand(4, 3, 6, 10) * 1,
+                x.view(-1)[7:100] + 0, y.flatten(1) + 2, y[..., None].squeeze(-1) * 2,
+                torch.split(x, 5, 1)[1] + 1, y.unbind(0)[2] * 1, x[-3:, -4:] + 1)
+    check(fn, torch.randn(24, 10))
+
+
+def test_view_outputs_alias_like_eager() -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        y = x * 2
+        return y, y.t(), y[1:3]
+    compiled = check(fn, torch.randn(6, 4))
+    y, yt, ys = compiled(torch.randn(6, 4))
+    assert yt.data_ptr() == y.data_ptr() and yt.stride() == (1, 4)
+
+
+def test_cat_pad_indexing() -> None:
+    def fn(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> tuple:
+        return (torch.cat([x, x * 2, x + 1], 1), torch.cat([x, x], 0) - 1,
+                F.pad(x, (2, 3, 1, 0)), F.pad(x, (1, 1), value=-2.0), F.pad(x, (-1, 2)),
+                torch.gather(x, 1, idx), x[idx[:, 0]], x[:, idx[0]], torch.index_select(x, 0, idx[0]),
+                F.embedding(idx, w) * 2, x[idx[0], idx[1]])
+    x = torch.randn(5, 6)
+    idx = torch.randint(0, 5, (5, 3))
+    check(fn, x, idx, torch.randn(7, 4))
+
+
+def test_creation_ops() -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        return (x + torch.arange(10), torch.arange(2, 22, 2, dtype=torch.float32) * x[0],
+                torch.full((3, 10), 2.5) + x[:3], torch.zeros(6, 10) + x, torch.ones_like(x) * 3,
+                torch.zeros(4, dtype=torch.int64) + 1, torch.arange(0.0, 1.0, 0.25) + 1)
+    check(fn, torch.randn(6, 10))
+
+
+def test_non_contiguous_inputs() -> None:
+    def fn(x: torch.Tensor, y: torch.Tensor) -> tuple:
+        return x * 2 + y, (x + y).sum(1), torch.softmax(x, 0)
+    base = torch.randn(10, 12)
+    x = base.t()
+    y = torch.randn(24, 10)[::2]
+    check(fn, x, y)
+
+
+def test_unlowered_ops_fall_back_to_aten() -> None:
+    def fn(x: torch.Tensor) -> tuple:
+        s, i = torch.sort(x, 1)
+        return s * 2, i, torch.cumsum(x, 0) + 1, torch.flip(x, [0]).sin()
+    compiled = check(fn, torch.randn(5, 7), lowered=False)
+    assert "aten.sort.default" in compiled.compiled.fallback_ops
