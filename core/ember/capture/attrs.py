@@ -8,11 +8,13 @@ guarded through their source.
 from __future__ import annotations
 
 import inspect
+import os
 import types
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from . import objects
 from .builder import wrap
 from .sources import AttrSource, DictEntrySource
 from .torch_ops import UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
@@ -52,6 +54,8 @@ def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
 
     if isinstance(obj, SuperProxy):
         return super_attr(frame, ConstVar(obj.cls), obj.self_var, name)
+    if isinstance(obj, objects.ObjectVar):
+        return objects.load_attr(frame, obj, name)
     if isinstance(obj, TensorVar):
         return _tensor_attr(frame, obj, name)
     if isinstance(obj, (ListVar, DictVar)) or (isinstance(obj, TupleVar) and obj.tuple_type is tuple):
@@ -115,6 +119,8 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
             return ConstVar(attr) if not isinstance(attr, torch.Tensor) else wrap(
                 frame.state, attr, AttrSource(obj.source, name) if obj.source else None)
         return wrap(frame.state, attr, AttrSource(obj.source, name))
+    if value is os.environ:
+        return ConstVar(getattr(value, name))
     if isinstance(value, torch.nn.Module):
         found = _module_attr(frame, obj, name)
         if found is not None:

@@ -6,6 +6,7 @@ wrapped one by one), anything else (modules, functions, classes, user objects) o
 """
 from __future__ import annotations
 
+import collections
 import enum
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 _PRIMITIVES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented),
                slice, frozenset, set, range)
 _TORCH_VALUES = (torch.dtype, torch.device, torch.memory_format, torch.layout)
+
+
+_PLAIN_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
 
 
 def is_namedtuple(value: Any) -> bool:
@@ -53,7 +57,7 @@ def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
         if isinstance(value, list):
             return ListVar(items, source)
         return TupleVar(items, source, type(value))
-    if isinstance(value, dict):
+    if type(value) in _PLAIN_DICTS:
         if not all(_is_key(k) for k in value):
             return _opaque(state, value, source)
         if source is not None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import contexts
+from . import contexts, objects
 from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
 from .ops import NotConstant, lift, mutable_dict, mutable_list, python_value
@@ -47,6 +48,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         return inline_call(frame, fn, args, kwargs)
     if isinstance(fn, BoundMethodVar):
         return call(frame, fn.func, [fn.self_var, *args], kwargs)
+    if isinstance(fn, objects.ShadowMethod):
+        return objects.call_method(frame, fn, args, kwargs)
     if isinstance(fn, PartialVar):
         return call(frame, fn.func, [*fn.args, *args], {**fn.kwargs, **kwargs})
     if isinstance(fn, SuperProxy):
@@ -74,6 +77,17 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         return _numpy_input(frame, value, args[0])
     if is_graph_callable(value):
         return graph.call("call_function", value, tuple(args), kwargs)
+    if isinstance(value, types.MethodType) and value.__self__ is os.environ and value.__name__ in _ENV_READS:
+        # reading the environment (libraries check flags): evaluated now, not guarded
+        return lift(value(*[python_value(a) for a in args]))
+    if isinstance(value, types.FunctionType) and is_pure_function(value):
+        try:
+            py_args = [python_value(a) for a in args]
+            py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
+        except NotConstant:
+            pass
+        else:
+            return lift(value(*py_args, **py_kwargs))
     original = getattr(value, "__ember__", None)
     if original is not None:  # an ember-compiled function called from captured code: inline it
         return call(frame, ConstVar(value.__wrapped__), args, kwargs)
@@ -86,6 +100,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
 
             self_source = AttrSource(fn.source, "__self__")
         return call(frame, ConstVar(value.__func__), [ConstVar(value.__self__, self_source), *args], kwargs)
+    if objects.constructible(value):
+        return objects.construct(frame, value, args, kwargs)
     if isinstance(value, functools.partial):
         return _call_real_partial(frame, fn, args, kwargs)
     if isinstance(value, type) and hasattr(value, "_fields") and issubclass(value, tuple):
@@ -122,6 +138,7 @@ def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: di
     return call(frame, field("func"), [*inner_args, *args], {**inner_kwargs, **kwargs})
 
 
+_ENV_READS = {"get", "__getitem__", "__contains__", "keys", "items"}
 _READ_ONLY_OWNERS = (dict, list, tuple, str, set, frozenset)
 _READ_ONLY_METHODS = {"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "index",
                       "count", "copy"}
@@ -143,7 +160,7 @@ def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: 
     result = descriptor(owner.value, *call_args)
     if owner.source is None:
         return lift(result)
-    return wrap(frame.state, result, MethodCallSource(owner.source, descriptor.__name__, call_args))
+    return wrap(frame.state, result, MethodCallSource(owner.source, descriptor, call_args, descriptor.__name__))
 
 
 _FROM_NUMPY = (torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray)
@@ -382,9 +399,10 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Va
 
 
 # -- dunder dispatch and super() -------------------------------------------------------------
-def call_dunder(frame: "Frame", obj: ConstVar, name: str, args: list[Var]) -> Var | None:
+def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | None:
     """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
-    method = inspect.getattr_static(type(obj.value), name, None)
+    cls = type(obj.shadow) if isinstance(obj, objects.ObjectVar) else type(obj.value)
+    method = inspect.getattr_static(cls, name, None)
     if isinstance(method, types.FunctionType):
         return inline_call(frame, ConstVar(method), [obj, *args], {})
     return None
@@ -401,6 +419,8 @@ class SuperProxy(Var):
 def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
     cls = python_value(cls_var) if not isinstance(cls_var, CellVar) else python_value(cls_var.contents)
     obj_type = self_var.value if isinstance(self_var, ConstVar) and isinstance(self_var.value, type) else None
+    if obj_type is None and isinstance(self_var, objects.ObjectVar):
+        obj_type = type(self_var.shadow)
     if obj_type is None:
         obj_type = type(self_var.value) if isinstance(self_var, ConstVar) else None
     if obj_type is None:
@@ -418,6 +438,8 @@ def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
             if isinstance(attr, staticmethod):
                 return ConstVar(attr.__func__)
             if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+                if isinstance(self_var, objects.ObjectVar):
+                    return objects.super_method(frame, self_var, attr)
                 return BoundMethodVar(ConstVar(attr), self_var)
             return lift(attr) if not contains_tensor(lift(attr)) else frame.fail("super attribute tensor")
     frame.fail(f"super() has no attribute {name!r}")

@@ -45,6 +45,16 @@ class GraphBuilder:
         self.inputs: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
         self._input_vars: dict[int, TensorVar] = {}
         self._last_placeholder: torch.fx.Node | None = None
+        self._fake_vars: dict[int, TensorVar] = {}
+
+    def var_of_fake(self, fake: torch.Tensor) -> TensorVar | None:
+        """The graph value a fake tensor stands for (for objects built over fakes)."""
+        var = self._fake_vars.get(id(fake))
+        return var if var is not None and var.fake is fake else None
+
+    def _track(self, var: TensorVar) -> TensorVar:
+        self._fake_vars[id(var.fake)] = var
+        return var
 
     # -- inputs ---------------------------------------------------------------------------
     def input_for(self, tensor: torch.Tensor) -> TensorVar | None:
@@ -66,7 +76,7 @@ class GraphBuilder:
         var = TensorVar(node, fake, source, type(tensor))
         self.inputs.append((source, node, tensor))
         self._input_vars[id(tensor)] = var
-        return var
+        return self._track(var)
 
     # -- calls ----------------------------------------------------------------------------
     def call(self, kind: str, target: Any, args: tuple[Var, ...], kwargs: dict[str, Var]) -> Var:
@@ -104,7 +114,7 @@ class GraphBuilder:
         node.meta["example_value"] = result
         if isinstance(result, torch.Tensor):
             node.meta["val"] = result
-            return TensorVar(node, result)
+            return self._track(TensorVar(node, result))
         if isinstance(result, (tuple, list)):
             items: list[Var] = []
             for i, item in enumerate(result):

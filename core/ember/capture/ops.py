@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
+from . import objects
+from .objects import ObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
     NULL, BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, TensorVar,
@@ -58,7 +60,11 @@ def as_const(frame: "Frame", var: Var, what: str) -> Any:
 
 
 def _kind(var: Var) -> str:
-    return "tensor" if isinstance(var, TensorVar) else type(var).__name__
+    if isinstance(var, TensorVar):
+        return "tensor"
+    if isinstance(var, ConstVar):
+        return f"{type(var.value).__name__} value"
+    return type(var).__name__
 
 
 def lift(value: Any) -> Var:
@@ -183,6 +189,8 @@ def truthy(frame: "Frame", var: Var) -> bool:
         frame.fail("data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`)")
     if isinstance(var, (FunctionVar, BoundMethodVar)):
         return True
+    if isinstance(var, ObjectVar):
+        return bool(var.shadow)
     frame.fail(f"truth value of a {_kind(var)} is not supported")
     raise AssertionError
 
@@ -213,12 +221,38 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
         if key not in obj.items:
             frame.fail(f"KeyError: {key!r}")
         return obj.items[key]
-    if isinstance(obj, ConstVar):
+    if isinstance(obj, ObjectVar):
         from .calls import call_dunder
 
         result = call_dunder(frame, obj, "__getitem__", [index])
         if result is not None:
             return result
+        return objects.from_shadow(frame, obj.shadow[as_const(frame, index, "an index")])
+    if isinstance(obj, ConstVar):
+        from .calls import call_dunder
+
+        if isinstance(obj.value, (torch.nn.ModuleList, torch.nn.Sequential)) and obj.source is not None:
+            key = as_const(frame, index, "a module index")
+            if isinstance(key, slice):  # a slice of a module list: the modules themselves, in a list
+                from .builder import wrap
+                from .sources import DictEntrySource
+
+                names = list(obj.value._modules)[key]
+                return ListVar([wrap(frame.state, obj.value._modules[n], DictEntrySource(obj.source, "_modules", n))
+                                for n in names])
+        result = call_dunder(frame, obj, "__getitem__", [index])
+        if result is not None:
+            return result
+        if obj.source is not None:  # read from a real container: guard what was read
+            from .builder import wrap
+            from .sources import ItemSource
+
+            key = as_const(frame, index, "an index")
+            try:
+                item = obj.value[key]
+            except Exception as exc:
+                frame.fail(f"indexing raised {type(exc).__name__}: {exc}")
+            return wrap(frame.state, item, ItemSource(obj.source, key))
         return _fold(frame, operator.getitem, obj, index)
     frame.fail(f"indexing a {_kind(obj)} is not supported")
     raise AssertionError

@@ -166,16 +166,18 @@ class NumpyTensorSource(Source):
 
 @dataclasses.dataclass(frozen=True)
 class MethodCallSource(Source):
-    """``base.method(*args)`` for read-only methods of builtin containers (``dict.get``)."""
+    """``method(base, *args)`` for read-only builtin methods such as ``dict.get`` (called through
+    the builtin itself, so a subclass's override is not what the guard re-runs)."""
 
     base: Source
-    method: str
-    args: tuple
+    method: Any = dataclasses.field(compare=False, hash=False)
+    args: tuple = ()
+    method_name: str = ""
 
     def expr(self, consts: Constants) -> str:
-        args = ", ".join(repr(a) for a in self.args)
-        return f"{self.base.expr(consts)}.{self.method}({args})"
+        args = "".join(f", {a!r}" for a in self.args)
+        return f"{consts.name(self.method, 'm')}({self.base.expr(consts)}{args})"
 
     def describe(self) -> str:
         args = ", ".join(repr(a) for a in self.args)
-        return f"{self.base.describe()}.{self.method}({args})"
+        return f"{self.base.describe()}.{self.method_name}({args})"

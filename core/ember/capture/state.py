@@ -19,6 +19,8 @@ class CaptureState:
     instructions: int = 0
     max_instructions: int = 2_000_000
     side_effects: SideEffects = dataclasses.field(default_factory=SideEffects)
+    #: id(shadow object) -> its ObjectVar, for objects constructed during capture
+    shadows: dict[int, Any] = dataclasses.field(default_factory=dict)
     #: original contents of containers/iterators changed by the current root instruction
     undo: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
 
