@@ -18,8 +18,21 @@ def _exec(src: str, name: str, namespace: dict[str, Any]) -> Callable:
     return fn
 
 
+def _positional_names(fn: Callable) -> list[str] | None:
+    """Argument names of a function whose names are not all identifiers (resume functions of
+    code rewritten by pytest carry locals such as ``@py_assert1``); None otherwise."""
+    code = fn.__code__
+    names = list(code.co_varnames[: code.co_argcount])
+    if all(n.isidentifier() for n in names) or code.co_kwonlyargcount or code.co_flags & 0x0C:
+        return None
+    return names
+
+
 def make_binder(fn: Callable) -> Callable[..., dict]:
     """``bind(*args, **kwargs) -> {param: value}`` with ``fn``'s own signature and defaults."""
+    names = _positional_names(fn)
+    if names is not None:
+        return _exec("def ___bind(*a):\n    return dict(zip(___names, a))\n", "___bind", {"___names": names})
     sig = inspect.signature(fn, follow_wrapped=False)
     params, names, namespace = [], [], {}
     seen_kwonly_marker = False
@@ -52,6 +65,9 @@ def make_binder(fn: Callable) -> Callable[..., dict]:
 
 def make_eager_caller(fn: Callable) -> Callable[[dict], Any]:
     """``call(L)``: call ``fn`` with the arguments a binder produced."""
+    names = _positional_names(fn)
+    if names is not None:
+        return _exec("def ___call_eager(L):\n    return ___fn(*L.values())\n", "___call_eager", {"___fn": fn})
     sig = inspect.signature(fn, follow_wrapped=False)
     parts = []
     for p in sig.parameters.values():

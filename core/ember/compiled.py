@@ -169,6 +169,8 @@ class CompiledFunction:
 
     def callee(self, fn: Any) -> Any:
         """What a broken call site calls: an ember-compiled version of Python code, else ``fn``."""
+        if getattr(fn, "__module__", None) and fn.__module__.startswith("torch."):
+            return fn  # torch's own Python code (autograd, hooks) runs as it is
         if isinstance(fn, types.FunctionType) and not hasattr(fn, "__ember__"):
             compiled = self.callees.get(fn)
             if compiled is None:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import ember
-from helpers import CountingBackend, no_fallback
+from core_helpers import CountingBackend, no_fallback
 
 
 def foo(x, y):

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import ember
-from helpers import CountingBackend, expect_fallback, no_fallback
+from core_helpers import CountingBackend, expect_fallback, no_fallback
 
 
 def bar(a, b):

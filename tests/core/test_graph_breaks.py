@@ -6,7 +6,7 @@ import scipy.fft
 import torch
 
 import ember
-from helpers import CountingBackend
+from core_helpers import CountingBackend
 
 COUNTER = 0
 

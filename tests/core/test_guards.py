@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import ember
-from helpers import CountingBackend, no_fallback
+from core_helpers import CountingBackend, no_fallback
 
 SCALE = 2.0
 

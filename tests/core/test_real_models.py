@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import ember
-from helpers import CountingBackend
+from core_helpers import CountingBackend
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.models import GPT, ResNet18  # noqa: E402

@@ -86,6 +86,7 @@ def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
         return frame.state.graph.call("call_function", getattr, (obj, ConstVar(name)), {})
     if name in UNSUPPORTED_TENSOR_METHODS:
         frame.fail(f"Tensor.{name}() needs the tensor's data (graph break)")
+    # Tensor.backward and friends become a TensorMethod too: the break happens at the call
     if not hasattr(torch.Tensor, name):
         frame.fail(f"Tensor has no attribute {name!r}")
     return TensorMethod(obj, name)

@@ -16,7 +16,7 @@ from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
 from .ops import NotConstant, lift, mutable_dict, mutable_list, python_value
 from .state import MAX_INLINE_DEPTH
-from .torch_ops import COMPILING_QUERIES, is_graph_callable, is_pure_function, module_is_trusted
+from .torch_ops import COMPILING_QUERIES, GRAPH_BREAK_CALLS, is_graph_callable, is_pure_function, module_is_trusted
 from .values import (
     BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, ListVar, PartialVar, TensorVar, TupleVar,
     Var, contains_tensor,
@@ -41,6 +41,8 @@ def _name(value: Any) -> str:
 def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     graph = frame.state.graph
     if isinstance(fn, TensorMethod):
+        if fn.name in GRAPH_BREAK_CALLS:
+            frame.fail(f"Tensor.{fn.name}() runs autograd's engine (graph break)")
         return graph.call("call_method", fn.name, (fn.tensor, *args), kwargs)
     if isinstance(fn, ContainerMethod):
         return container_method(frame, fn, args, kwargs)
@@ -63,6 +65,10 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         return call_module(frame, fn, args, kwargs)
     if _builtin_handler(value) is None and value in COMPILING_QUERIES:
         return ConstVar(True)
+    if value in _AUTOGRAD_CALLS or getattr(value, "__func__", None) in _AUTOGRAD_CALLS:
+        frame.fail(f"{_name(value)} runs autograd's engine (graph break)")
+    if _is_torch_module_class(value):
+        return _construct_torch_module(frame, value, args, kwargs)
     if value in contexts.CONTEXT_FACTORIES:
         return contexts.make_context(frame, value, args)
     handler = _builtin_handler(value)
@@ -180,6 +186,25 @@ def _numpy_input(frame: "Frame", fn: Any, array: ConstVar) -> Var:
     if fn is torch.tensor:  # torch.tensor copies
         return frame.state.graph.call("call_method", "clone", (tensor,), {})
     return tensor
+
+
+_AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
+
+
+def _is_torch_module_class(value: Any) -> bool:
+    return (isinstance(value, type) and issubclass(value, torch.nn.Module)
+            and value.__module__.startswith("torch.nn.modules"))
+
+
+def _construct_torch_module(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``nn.CrossEntropyLoss()`` inside captured code: a stateless torch module, built now."""
+    try:
+        module = cls(*[python_value(a) for a in args], **{k: python_value(v) for k, v in kwargs.items()})
+    except NotConstant:
+        frame.fail(f"constructing {cls.__name__} with tensors")
+    if any(True for _ in module.parameters()) or any(b is not None for b in module.buffers()):
+        frame.fail(f"constructing {cls.__name__} (a module with parameters) inside captured code")
+    return ConstVar(module)
 
 
 def _builtin_handler(value: Any) -> Callable | None:

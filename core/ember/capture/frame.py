@@ -98,6 +98,12 @@ class Frame:
             except Unsupported as exc:
                 self.locate(exc)
                 raise
+            except RecursionError:
+                raise
+            except Exception as exc:  # a gap in the interpreter: fall back, never crash the program
+                error = Unsupported(f"ember internal error at {ins.opname}: {type(exc).__name__}: {exc}")
+                self.locate(error)
+                raise error from exc
 
     def take_snapshot(self, ins: Instr) -> None:
         """Remember the state before a root instruction: a graph break restarts from here."""

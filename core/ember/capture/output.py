@@ -59,10 +59,13 @@ class OutputBuilder:
             if var.dict_type is dict:
                 return "{" + body + "}"
             return f"{self.consts.name(var.dict_type, 'D')}({{{body}}})"
+        from .attrs import TensorMethod
         from .objects import ObjectVar, rebuild_expr
 
         if isinstance(var, ObjectVar):
             return rebuild_expr(self, var)
+        if isinstance(var, TensorMethod):
+            return f"{self.expr(var.tensor)}.{var.name}"
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
 
     def key(self, key: object) -> str:

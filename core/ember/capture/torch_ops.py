@@ -44,8 +44,11 @@ _STATEFUL_TORCH = {
 
 # Tensor attributes that are data, not metadata, or that need autograd state we do not model.
 UNSUPPORTED_TENSOR_ATTRS = {"grad", "data", "_version", "grad_fn", "_base", "untyped_storage"}
+#: calls that always run in Python at a graph break (autograd's engine, not graph ops)
+GRAPH_BREAK_CALLS = {"backward", "retain_grad", "register_hook"}
+
 UNSUPPORTED_TENSOR_METHODS = {
-    "item", "tolist", "numpy", "backward", "__bool__", "__index__", "__int__", "__float__",
+    "item", "tolist", "numpy", "__bool__", "__index__", "__int__", "__float__",
     "data_ptr", "register_hook", "retain_grad", "storage", "untyped_storage", "cpu_", "__len__",
     "__iter__", "__array__", "record_stream", "share_memory_", "pin_memory", "set_",
 }

@@ -44,6 +44,7 @@ class OutputInfo:
     identity: bool = False        # the output is the source tensor itself
     layout: Layout | None = None  # views: how to regenerate from the source; GRAPH: own layout
     dtype: torch.dtype | None = None
+    device: torch.device | None = None
     value: Any = None             # CONSTANT: the value
 
 
@@ -56,6 +57,7 @@ class GraphAnalysis:
     base_requires_grad: list[bool]
     base_layouts: list[Layout]            # expected layout of each base (checked at run time)
     base_dtypes: list[torch.dtype]
+    base_devices: list[torch.device]
     grad_enabled: bool
 
     @property
@@ -64,15 +66,21 @@ class GraphAnalysis:
         return [k for k, o in enumerate(self.outputs) if o.kind == GRAPH]
 
     @property
-    def produced(self) -> list[tuple[bool, Layout, torch.dtype]]:
-        """(requires_grad, layout, dtype) of each tensor the graph produces: outputs, then bases."""
-        outs = [(o.requires_grad, o.layout, o.dtype) for o in self.outputs if o.kind == GRAPH]
-        return outs + list(zip(self.base_requires_grad, self.base_layouts, self.base_dtypes))
+    def produced(self) -> list[tuple[bool, Layout, torch.dtype, torch.device]]:
+        """(requires_grad, layout, dtype, device) of each tensor the graph produces: the outputs
+        it computes, then the bases of aliased outputs."""
+        outs = [
+            (o.requires_grad, o.layout, o.dtype, o.device)
+            for o in self.outputs
+            if o.kind == GRAPH
+        ]
+        bases = zip(self.base_requires_grad, self.base_layouts, self.base_dtypes, self.base_devices)
+        return outs + list(bases)
 
     @property
     def needs_autograd(self) -> bool:
         """True when the compiled graph must support backward (some produced tensor needs grad)."""
-        return self.grad_enabled and any(rg for rg, _, _ in self.produced)
+        return self.grad_enabled and any(p[0] for p in self.produced)
 
 
 def fake_like(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
@@ -84,12 +92,39 @@ def fake_like(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
     return fake
 
 
+def same_stride(size: Sequence[int], stride: Sequence[int], expected: Sequence[int]) -> bool:
+    """Strides agree on every dimension of size other than 1 (where a stride means nothing)."""
+    return all(s == 1 or a == b for s, a, b in zip(size, stride, expected))
+
+
 def _storage_id(t: torch.Tensor) -> int:
     return t.untyped_storage()._cdata
 
 
 def _layout(t: torch.Tensor, source: torch.Tensor) -> Layout:
     return Layout(tuple(t.size()), tuple(t.stride()), t.storage_offset() - source.storage_offset())
+
+
+def group_base(members: list[torch.Tensor]) -> torch.Tensor:
+    """The tensor the compiled graph returns for outputs sharing one storage.
+
+    Normally their common autograd base. ``y`` and ``y.detach()`` share storage but not a base:
+    the base is then the root that requires grad; members that do not require grad are
+    regenerated from a detached base.
+    """
+    roots: list[torch.Tensor] = []
+    for o in members:
+        root = o._base if o._base is not None else o
+        if o.dtype != root.dtype or any(root.dtype != r.dtype for r in roots):
+            raise AOTUnsupported("outputs alias each other through different dtypes")
+        if not any(root is r for r in roots):
+            roots.append(root)
+    base = next((r for r in roots if r.requires_grad), roots[0])
+    for o in members:
+        root = o._base if o._base is not None else o
+        if o.requires_grad and root is not base:
+            raise AOTUnsupported("outputs requiring grad alias each other through different bases")
+    return base
 
 
 def analyze(
@@ -123,15 +158,7 @@ def analyze(
     groups = [ks for ks in by_storage.values() if len(ks) > 1]
     group_of = {k: g for g, ks in enumerate(groups) for k in ks}
 
-    bases = []
-    for ks in groups:
-        first = flat[ks[0]]
-        base = first._base if first._base is not None else first
-        for k in ks:
-            o = flat[k]
-            if (o._base if o._base is not None else o) is not base or o.dtype != base.dtype:
-                raise AOTUnsupported("outputs alias each other through different bases or dtypes")
-        bases.append(base)
+    bases = [group_base([flat[k] for k in ks]) for ks in groups]
 
     outputs = []
     for k, o in enumerate(flat):
@@ -154,7 +181,9 @@ def analyze(
                 OutputInfo(BASE_ALIAS, o.requires_grad, g, o is base, _layout(o, base), o.dtype)
             )
         else:
-            outputs.append(OutputInfo(GRAPH, o.requires_grad, layout=_layout(o, o), dtype=o.dtype))
+            outputs.append(
+                OutputInfo(GRAPH, o.requires_grad, layout=_layout(o, o), dtype=o.dtype, device=o.device)
+            )
     return GraphAnalysis(
         outputs=outputs,
         out_spec=spec,
@@ -163,5 +192,6 @@ def analyze(
         base_requires_grad=[b.requires_grad for b in bases],
         base_layouts=[Layout(tuple(b.size()), tuple(b.stride()), b.storage_offset()) for b in bases],
         base_dtypes=[b.dtype for b in bases],
+        base_devices=[b.device for b in bases],
         grad_enabled=grad_enabled,
     )

@@ -15,6 +15,10 @@ from typing import Iterable
 import torch
 import torch.fx
 
+#: ``node.meta`` key set on placeholders of inputs the graph mutates: their values change after
+#: the forward, so a partitioner must not save them (or views of them) for the backward.
+MUTATED = "ember_aot_mutated"
+
 
 @dataclasses.dataclass
 class JointParts:
@@ -94,14 +98,19 @@ def is_view(node: torch.fx.Node) -> bool:
     )
 
 
-def rooted_at_input(node: torch.fx.Node) -> bool:
-    """True when ``node`` is a placeholder, a constant, or a chain of views of one."""
+def input_root(node: torch.fx.Node) -> torch.fx.Node | None:
+    """The placeholder or constant ``node`` is (a chain of views of), else None."""
     while True:
         if node.op in ("placeholder", "get_attr"):
-            return True
+            return node
         if not is_view(node) or node.target is operator.getitem:
-            return False
+            return None
         node = node.args[0]
+
+
+def rooted_at_input(node: torch.fx.Node) -> bool:
+    """True when ``node`` is a placeholder, a constant, or a chain of views of one."""
+    return input_root(node) is not None
 
 
 def tensor_bytes(val: object) -> int:

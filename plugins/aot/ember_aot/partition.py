@@ -24,7 +24,15 @@ import networkx as nx
 import torch
 import torch.fx
 
-from .graph_utils import JointParts, ancestors, extract, is_view, node_bytes
+from .graph_utils import (
+    MUTATED,
+    JointParts,
+    ancestors,
+    extract,
+    input_root,
+    is_view,
+    node_bytes,
+)
 
 log = logging.getLogger("ember.aot")
 aten = torch.ops.aten
@@ -102,6 +110,9 @@ def _weight(node: torch.fx.Node) -> float:
     val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
         return math.inf  # tuples and non-tensors cannot be saved
+    root = input_root(node)
+    if root is not None and root.meta.get(MUTATED):
+        return math.inf  # the input is overwritten after the forward
     return float(node_bytes(node))
 
 

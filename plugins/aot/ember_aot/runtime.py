@@ -9,34 +9,31 @@
    the graph returned (so outputs that aliased each other in eager still do), constants.
 
 Tensors saved for the backward live on the autograd ctx, so each call has its own. The backward
-is once-differentiable: double backward raises a clear error.
+is not differentiable itself: gradients taken with ``create_graph=True`` raise a clear error
+when differentiated again (double backward).
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
+import weakref
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
-from torch.autograd.function import once_differentiable
 from torch.utils import _pytree as pytree
 
-from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis
+from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis, same_stride
 
 log = logging.getLogger("ember.aot")
 
 TangentLayout = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
 
 
-def _same_stride(size, stride, expected) -> bool:
-    return all(s == 1 or a == b for s, a, b in zip(size, stride, expected))
-
-
 def _coerce(grad: torch.Tensor, layout: TangentLayout) -> torch.Tensor:
     """``grad`` with the strides the backward graph was traced for (copied only if needed)."""
     size, stride, dtype = layout
-    if grad.dtype == dtype and _same_stride(size, grad.stride(), stride):
+    if grad.dtype == dtype and same_stride(size, grad.stride(), stride):
         return grad
     out = torch.empty_strided(size, stride, dtype=dtype, device=grad.device)
     out.copy_(grad)
@@ -52,22 +49,51 @@ class AOTFunction(torch.autograd.Function):
         n = plan.num_fwd_outputs
         fwd = tuple(outs[:n])
         ctx.plan = plan
+        # The inputs that get gradients, so that gradients computed with create_graph=True stay
+        # connected to them (see _no_double_backward). Leaves are alive anyway; non-leaf inputs
+        # are held weakly, so this does not keep activations alive.
+        ctx.grad_primals = [
+            primals[j] if primals[j].is_leaf else weakref.ref(primals[j]) for j in plan.grad_inputs
+        ]
         ctx.save_for_backward(*outs[n:])
         ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
         return fwd
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, *grads: torch.Tensor):  # type: ignore[override]
         plan: CompiledPlan = ctx.plan
-        tangents = [
-            _coerce(grads[i], layout) for i, layout in zip(plan.diff_outputs, plan.tangent_layouts)
-        ]
-        results = plan.bw(*ctx.saved_tensors, *tangents)
+        create_graph = torch.is_grad_enabled()
+        with torch.no_grad():
+            tangents = [
+                _coerce(grads[i], layout)
+                for i, layout in zip(plan.diff_outputs, plan.tangent_layouts)
+            ]
+            results = list(plan.bw(*ctx.saved_tensors, *tangents))
+        if create_graph and results:
+            results = _no_double_backward(results, ctx.grad_primals)
         out: list[torch.Tensor | None] = [None] * (len(plan.tensor_pos) + 1)
         for j, g in zip(plan.grad_inputs, results):
             out[j + 1] = g
         return tuple(out)
+
+
+_DOUBLE_BACKWARD = (
+    b"ember_aot: double backward (differentiating gradients obtained with create_graph=True) "
+    b"through a compiled graph is not supported; run this function without ember to do that"
+)
+
+
+def _no_double_backward(grads: list[torch.Tensor], refs: list[Any]) -> list[torch.Tensor]:
+    """``grads`` plus a zero that depends on the inputs through a node raising a clear error,
+    so differentiating the gradients again fails loudly."""
+    primals = [r if isinstance(r, torch.Tensor) else r() for r in refs]
+    primals = [p for p in primals if p is not None]
+    with torch.enable_grad():
+        anchor = sum(p.reshape(-1)[:0].sum() for p in primals)
+        if not isinstance(anchor, torch.Tensor) or not anchor.requires_grad:
+            anchor = torch.zeros((), requires_grad=True)
+        zero = torch._C._functions.DelayedError(_DOUBLE_BACKWARD, 1)(anchor)
+        return [g + zero.to(g.dtype) for g in grads]
 
 
 @dataclasses.dataclass
@@ -95,15 +121,17 @@ class CompiledPlan:
         n_graph = len(self.analysis.graph_outputs)
         self._base_slots = [n_mut + n_graph + g for g in range(len(self.analysis.base_groups))]
         produced = iter(range(n_mut, n_mut + n_graph))
-        self._rebuild: list[tuple[str, Any, Any]] = []
+        # (kind, slot or constant, layout of the view or None for the tensor itself, grad)
+        self._rebuild: list[tuple[str, Any, Any, bool]] = []
         for info in self.analysis.outputs:
             if info.kind == GRAPH:
-                self._rebuild.append((GRAPH, next(produced), None))
+                self._rebuild.append((GRAPH, next(produced), None, False))
             elif info.kind == CONSTANT:
-                self._rebuild.append((CONSTANT, info.value, None))
+                self._rebuild.append((CONSTANT, info.value, None, False))
             else:
                 slot = info.source if info.kind == INPUT_ALIAS else self._base_slots[info.source]
-                self._rebuild.append((info.kind, slot, None if info.identity else info.layout))
+                layout = None if info.identity else info.layout
+                self._rebuild.append((info.kind, slot, layout, info.requires_grad))
 
     def _eager(self, args: Sequence[Any], why: str) -> Any:
         if not self._warned:
@@ -114,7 +142,7 @@ class CompiledPlan:
     def _bases_match(self, outs: Sequence[torch.Tensor]) -> bool:
         for slot, layout in zip(self._base_slots, self.analysis.base_layouts):
             base = outs[slot]
-            if tuple(base.size()) != layout.size or not _same_stride(
+            if tuple(base.size()) != layout.size or not same_stride(
                 layout.size, base.stride(), layout.stride
             ):
                 return False
@@ -139,13 +167,15 @@ class CompiledPlan:
                     if new is not primals[j]:
                         primals[j].copy_(new)
         result = []
-        for kind, slot, layout in self._rebuild:
+        for kind, slot, layout, grad in self._rebuild:
             if kind == GRAPH:
                 result.append(outs[slot])
             elif kind == CONSTANT:
                 result.append(slot)
             else:
                 src = args[slot] if kind == INPUT_ALIAS else outs[slot]
+                if src.requires_grad and not grad:
+                    src = src.detach()
                 if layout is None:
                     result.append(src)
                 else:

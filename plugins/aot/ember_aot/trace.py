@@ -26,9 +26,10 @@ from torch._subclasses import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
-from .analysis import GraphAnalysis, fake_like
+from .analysis import GraphAnalysis, fake_like, group_base, same_stride
 from .decompositions import DecompositionTable
 from .errors import AOTUnsupported
+from .graph_utils import MUTATED
 
 aten = torch.ops.aten
 
@@ -60,8 +61,7 @@ class _Calls:
         flat = pytree.tree_leaves(self.gm(*full))
         outs = [flat[k] for k in self.analysis.graph_outputs]
         for group in self.analysis.base_groups:
-            first = flat[group[0]]
-            outs.append(first._base if first._base is not None else first)
+            outs.append(group_base([flat[k] for k in group]))
         return outs
 
 
@@ -106,16 +106,19 @@ def trace_joint(
     """Trace forward and backward of ``gm`` into one functional aten graph."""
     calls = _Calls(gm, args, analysis)
     produced = analysis.produced
-    diff = [k for k, (rg, _, _) in enumerate(produced) if rg]
-    tangent_layouts = [
-        (lay.size, _tangent_stride(lay.size, lay.stride), dt)
-        for k, (_, lay, dt) in enumerate(produced)
-        if k in diff
-    ]
+    diff = [k for k, p in enumerate(produced) if p[0]]
+    tangent_layouts, devices = [], []
+    for k in diff:
+        _, layout, dtype, device = produced[k]
+        tangent_layouts.append((layout.size, _tangent_stride(layout.size, layout.stride), dtype))
+        devices.append(device)
     primals = _fakes(mode, calls, keep_grad=True)
     wrt = [j for j, p in enumerate(primals) if p.requires_grad]
     with mode:
-        tangents = [torch.empty_strided(s, st, dtype=dt) for s, st, dt in tangent_layouts]
+        tangents = [
+            torch.empty_strided(s, st, dtype=dt, device=dev)
+            for (s, st, dt), dev in zip(tangent_layouts, devices)
+        ]
     grad_mask: list[bool] = []
 
     def joint(primals, tangents):
@@ -159,13 +162,9 @@ def _tangent_stride(size: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int
     if len(size) == 4:
         n, c, h, w = size
         channels_last = (h * w * c, 1, w * c, c)
-        if _same_stride(size, stride, channels_last):
+        if same_stride(size, stride, channels_last):
             return stride
-    return stride if _same_stride(size, stride, contiguous) else contiguous
-
-
-def _same_stride(size, stride, expected) -> bool:
-    return all(s == 1 or a == b for s, a, b in zip(size, stride, expected))
+    return stride if same_stride(size, stride, contiguous) else contiguous
 
 
 def _is_mutable(node: torch.fx.Node) -> bool:
@@ -216,6 +215,8 @@ def _finalize(
         _check_forward_only(list(mutations.values()), placeholders[num_primals:])
 
     order = sorted(mutations)
+    for j in order + in_graph:
+        placeholders[j].meta[MUTATED] = True
     new_outs = [mutations[j] for j in order] + outs
     gm = _flat_module(traced, placeholders, new_outs)
     return TracedGraph(

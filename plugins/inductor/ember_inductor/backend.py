@@ -84,7 +84,7 @@ def trace_inference(gm: Callable, example_inputs: Sequence[Any]) -> tuple[torch.
         spec.append(s)
         return leaves
     with torch.no_grad():
-        aten_gm = make_fx(torch.func.functionalize(flat, remove="mutations_and_views"),
+        aten_gm = make_fx(torch.func.functionalize(flat, remove="mutations"),
                           decomposition_table=decompositions(), tracing_mode="fake")(*example_inputs)
     return aten_gm, spec[-1]
 

@@ -21,11 +21,16 @@ EXTRA = [
     aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit,
     aten.nll_loss_forward, aten.nll_loss_backward, aten.silu, aten.silu_backward,
     aten.tanh_backward, aten.sigmoid_backward, aten.threshold_backward, aten.native_group_norm,
-    aten.mse_loss, aten.hardtanh, aten.leaky_relu, aten.native_dropout, aten.var_mean,
-    aten.std_mean, aten.t, aten.rsub, aten.addcmul, aten.addcdiv, aten.lerp, aten.logsumexp,
+    aten.mse_loss, aten.hardtanh, aten.leaky_relu, aten.native_dropout, aten.std_mean, aten.t, aten.rsub, aten.addcmul, aten.addcdiv, aten.lerp, aten.logsumexp,
 ]
-KEEP = [aten._softmax.default, aten._log_softmax.default, aten.gelu.default, aten.var_mean.correction,
-        aten.addmm.default, aten.embedding.default]
+KEEP = [aten._softmax.default, aten._log_softmax.default, aten.gelu.default, aten.addmm.default,
+        aten.embedding.default]
+
+
+def _var_mean(x: torch.Tensor, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> tuple:
+    """var_mean as two aten reductions (torch's own decomposition goes through prims)."""
+    return (aten.var.correction(x, dim, correction=correction, keepdim=keepdim),
+            aten.mean.dim(x, dim, keepdim) if dim is not None else aten.mean.dim(x, list(range(x.dim())), keepdim))
 
 
 @functools.lru_cache(None)
@@ -34,6 +39,7 @@ def _table() -> dict[Any, Any]:
     table.update(get_decompositions(EXTRA))
     for op in KEEP:
         table.pop(op, None)
+    table[aten.var_mean.correction] = _var_mean
     return table
 
 

@@ -40,6 +40,7 @@ class GraphLowering:
         self.outputs: list[Any] = []  # IR nodes (realized) or Python values
         self.env: dict[torch.fx.Node, Any] = {}
         self.names: dict[str, Any] = {}
+        self.constants: list[ir.ConstantBuffer] = []
         self.fallback_ops: list[str] = []
         self._counter = 0
         self._current_node: torch.fx.Node | None = None
@@ -80,7 +81,7 @@ class GraphLowering:
                 pytree.tree_leaves(self._map_args(node.args[0])), pytree.tree_leaves(node.args[0]))]
             return None
         if node.op == "get_attr":
-            raise NotLowerable("get_attr in aten graph")
+            return self._constant(node)
         if node.target is operator.getitem:
             seq, i = self._map_args(node.args)
             return seq[i]
@@ -109,6 +110,18 @@ class GraphLowering:
             return buf
         self.inputs.append(None)
         return val
+
+    def _constant(self, node: torch.fx.Node) -> Any:
+        value = self.gm
+        for part in str(node.target).split("."):
+            value = getattr(value, part)
+        if not isinstance(value, torch.Tensor):
+            return value
+        layout = ir.Layout([int(s) for s in value.shape], [int(s) for s in value.stride()], value.dtype)
+        buf = ir.ConstantBuffer(self._new_name("const"), layout, value)
+        self.names[buf.name] = buf
+        self.constants.append(buf)
+        return buf
 
     def _map_args(self, a: Any) -> Any:
         return torch.fx.node.map_arg(a, lambda n: self.env[n])
@@ -175,12 +188,19 @@ class GraphLowering:
         val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
         stride = [int(s) for s in val.stride()] if isinstance(val, torch.Tensor) else None
         if isinstance(value, ir.View) and value._realized is None:
-            view = value.as_strided()
-            if view is not None:
-                return view
+            view = value.as_strided() if _is_view_op(node) else None
+            return view if view is not None else value.realize(stride)
+        if isinstance(value, ir.InputBuffer) and not (node.op == "placeholder" or _is_view_op(node)):
+            return ir.Pointwise(value.get_size(), value.get_dtype(), value.make_loader()).realize(stride)
         if isinstance(value, (ir.Buffer, ir.ReinterpretView)):
             return value
         return value.realize(stride)
+
+
+def _is_view_op(node: Any) -> bool:
+    """Does this fx node return an alias of its input (so the output may alias it too)?"""
+    schema = getattr(getattr(node, "target", None), "_schema", None)
+    return schema is not None and any(r.alias_info is not None for r in schema.returns)
 
 
 def _lowerable_meta(val: Any) -> bool:

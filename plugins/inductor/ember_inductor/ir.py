@@ -94,6 +94,14 @@ class InputBuffer(Buffer):
     pass
 
 
+class ConstantBuffer(Buffer):
+    """A tensor attribute of the graph module (``get_attr``), handed to the wrapper as is."""
+
+    def __init__(self, name: str, layout: Layout, value: torch.Tensor) -> None:
+        super().__init__(name, layout)
+        self.value = value
+
+
 class ComputedBuffer(Buffer):
     """A buffer whose contents are computed by generated code from ``data``."""
 
@@ -243,6 +251,8 @@ class View(IRNode):
         while isinstance(node, View) and node._realized is None:
             fns.append(node.reindex)
             node = node.base
+        if getattr(node, "_realized", None) is not None:
+            node = node._realized
 
         def composed(idx: Sequence[Expr]) -> Sequence[Expr]:
             for f in fns:

@@ -96,6 +96,9 @@ def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
         outer0, r0 = list(lead.size), []
     O, R = indexing.numel(outer0), indexing.numel(r0)
     xv, rv = indexing.make_vars("x", len(outer0)), indexing.make_vars("r", len(r0))
+    # size-1 dimensions contribute nothing to any index
+    xv = [sympy.S.Zero if s == 1 else v for v, s in zip(xv, outer0)]
+    rv = [sympy.S.Zero if s == 1 else v for v, s in zip(rv, r0)]
     maps: list[tuple[SchedulerNode, str, Callable]] = []
     for n in nodes:
         if n.is_reduction:
@@ -114,7 +117,7 @@ def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
                 _remap(x, o, n.size[:k]) + _remap(r, rr, n.size[k:]), [])))
         else:
             return None
-    ranges = dict(zip(xv, outer0)) | dict(zip(rv, r0))
+    ranges = {v: s for v, s in list(zip(xv, outer0)) + list(zip(rv, r0)) if s != 1}
     exprs = _mapped_exprs(maps, xv, rv, ranges)
     if exprs is None:
         return None

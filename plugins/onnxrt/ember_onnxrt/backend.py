@@ -19,16 +19,14 @@ import logging
 import threading
 from typing import Any, Callable, Hashable, Sequence
 
+import ember_aot
 import torch
 import torch.fx
 from ember import EmberError
 
-import ember_aot
-
-from . import cache, converter, partition, torchlib_bridge
+from . import cache, converter, partition, session, torchlib_bridge
 from .decompositions import onnx_decompositions
 from .options import OnnxrtOptions
-from . import session
 
 log = logging.getLogger("ember.onnxrt")
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+import torch
+
 _LEVELS = ("disable", "basic", "extended", "all")
 
 
@@ -62,7 +64,7 @@ class OnnxrtOptions:
             raise ValueError("provider_options needs one dict per entry of providers")
         return parsed
 
-    def providers_for(self, device: "torch.device", available: list[str]) -> list[str]:  # noqa: F821
+    def providers_for(self, device: torch.device, available: list[str]) -> list[str]:
         """The execution providers for inputs on ``device``, given the installed ones."""
         if self.providers is not None:
             missing = [p for p in self.providers if p not in available]

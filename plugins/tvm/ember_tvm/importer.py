@@ -46,7 +46,7 @@ def _arg_type(value: Any) -> Any:
     return torch.Tensor if isinstance(value, fx.Node) else type(value)
 
 
-def _positional(node: fx.Node, target: Any, args: tuple, kwargs: dict) -> tuple | None:
+def _positional(target: Any, args: tuple, kwargs: dict) -> tuple | None:
     """All arguments up to the last one given, in signature order; None if it cannot bind."""
     try:
         bound = normalize_function(
@@ -74,10 +74,10 @@ def positionalize(gm: fx.GraphModule) -> None:
         if not node.kwargs:
             continue
         if node.op == "call_function":
-            new_args = _positional(node, node.target, tuple(node.args), dict(node.kwargs))
+            new_args = _positional(node.target, tuple(node.args), dict(node.kwargs))
         elif node.op == "call_method" and hasattr(torch, str(node.target)):
             new_args = _positional(
-                node, getattr(torch, str(node.target)), tuple(node.args), dict(node.kwargs)
+                getattr(torch, str(node.target)), tuple(node.args), dict(node.kwargs)
             )
         else:
             new_args = None

@@ -14,9 +14,21 @@ Documented defaults (see the package docstring for the full table):
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import logging
 from typing import Any, Mapping
 
+log = logging.getLogger("ember.tvm")
+
 TUNINGS = ("default", "none", "meta_schedule")
+#: Modules MetaSchedule needs beyond apache-tvm itself (its process pool and its cost model).
+TUNING_MODULES = ("psutil", "cloudpickle", "xgboost")
+TUNING_INSTALL = "pip install 'apache-tvm[popen-pool,meta-schedule]'"
+
+
+def missing_tuning_modules() -> list[str]:
+    """Modules MetaSchedule needs that are not installed."""
+    return [m for m in TUNING_MODULES if importlib.util.find_spec(m) is None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +58,12 @@ def parse_options(mode: str | None = None, options: Mapping[str, Any] | None = N
     """
     values: dict[str, Any] = {}
     if mode == "max-autotune" or mode == "max-autotune-no-cudagraphs":
-        values["tuning"] = "meta_schedule"
+        missing = missing_tuning_modules()
+        if missing:
+            log.warning("ember.tvm: mode=%r uses default schedules: MetaSchedule needs %s (%s)",
+                        mode, ", ".join(missing), TUNING_INSTALL)
+        else:
+            values["tuning"] = "meta_schedule"
     elif mode not in (None, "default", "reduce-overhead"):
         raise ValueError(f"tvm backend: unknown mode {mode!r}")
     known = {f.name: f for f in dataclasses.fields(TvmOptions)}
@@ -59,6 +76,11 @@ def parse_options(mode: str | None = None, options: Mapping[str, Any] | None = N
     opts = TvmOptions(**values)
     if opts.tuning not in TUNINGS:
         raise ValueError(f"tvm backend: option 'tuning' must be one of {TUNINGS}, not {opts.tuning!r}")
+    if opts.tuning == "meta_schedule" and missing_tuning_modules():
+        raise ValueError(
+            f"tvm backend: tuning='meta_schedule' needs {', '.join(missing_tuning_modules())}; "
+            f"install with: {TUNING_INSTALL}"
+        )
     if not isinstance(opts.trials, int) or opts.trials < 0:
         raise ValueError(f"tvm backend: option 'trials' must be an int >= 0, not {opts.trials!r}")
     if opts.max_specializations < 1:

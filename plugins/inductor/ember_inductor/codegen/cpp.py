@@ -71,7 +71,7 @@ _UNARY = {
     "neg": "(-{0})", "abs": "e_abs({0})", "exp": "std::exp({0})", "exp2": "std::exp2({0})",
     "expm1": "std::expm1({0})", "log": "std::log({0})", "log2": "std::log2({0})",
     "log10": "std::log10({0})", "log1p": "std::log1p({0})", "sqrt": "std::sqrt({0})",
-    "rsqrt": "(1 / std::sqrt({0}))", "sin": "std::sin({0})", "cos": "std::cos({0})",
+    "rsqrt": "(1 / std::sqrt({0}))", "sin": "e_sin({0})", "cos": "e_cos({0})",
     "tan": "std::tan({0})", "asin": "std::asin({0})", "acos": "std::acos({0})",
     "atan": "std::atan({0})", "sinh": "std::sinh({0})", "cosh": "std::cosh({0})",
     "tanh": "std::tanh({0})", "asinh": "std::asinh({0})", "acosh": "std::acosh({0})",

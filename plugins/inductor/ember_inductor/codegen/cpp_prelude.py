@@ -15,6 +15,13 @@ PRELUDE = r"""
 
 typedef _Float16 half;
 
+// sin/cos go through the C functions (built with -fno-builtin-sin*/cos*) so that gcc does not
+// merge them into a scalar sincos call, which would stop the loop from vectorizing.
+static inline float e_sin(float x) { return sinf(x); }
+static inline double e_sin(double x) { return sin(x); }
+static inline float e_cos(float x) { return cosf(x); }
+static inline double e_cos(double x) { return cos(x); }
+
 static inline float bf16_to_float(uint16_t v) {
   uint32_t u = ((uint32_t)v) << 16; float f; std::memcpy(&f, &u, 4); return f;
 }

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from .. import ir
-from ..scheduler import ExternGroup, FusedGroup, Scheduler
+from ..scheduler import FusedGroup, Scheduler
 
 
 class LayoutMismatch(RuntimeError):
@@ -111,6 +111,10 @@ class WrapperCodegen:
                 self.var[name] = name
                 lay = b.layout
                 checked.append(f"check_layout({name}, {tuple(lay.size)}, {tuple(lay.stride)}, {name!r})")
+        for c in self.graph.constants:
+            self.var[c.name] = c.name
+            self.globals[c.name] = c.value
+            pinned.add(c.name)
         n_var = 0
         for i, g in enumerate(groups):
             lines: list[str] = []

@@ -147,7 +147,6 @@ def embedding(weight: ir.IRNode, indices: ir.IRNode, padding_idx: int = -1,
 
 @register(aten.index.Tensor)
 def index(x: ir.IRNode, indices: Sequence[Any]) -> ir.IRNode:
-    n = len(x.get_size())
     positions = [i for i, t in enumerate(indices) if t is not None]
     if not positions:
         return x

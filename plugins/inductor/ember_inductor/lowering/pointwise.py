@@ -38,9 +38,15 @@ def _register_simple(targets: list, name: str, kind: Kind) -> None:
 _UNARY_FLOAT = "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh erf erfc sigmoid reciprocal".split()
 for _n in _UNARY_FLOAT:
     _register_simple([getattr(aten, _n).default], _n, Kind.INT_TO_FLOAT)
-for _n in "neg abs floor ceil trunc sign bitwise_not".split():
+for _n in "neg abs floor ceil trunc sign".split():
     _register_simple([getattr(aten, _n).default], _n, Kind.DEFAULT)
 _register_simple([aten.round.default], "round", Kind.DEFAULT)
+
+
+@register(aten.bitwise_not.default)
+def _bitwise_not(x: ir.IRNode) -> ir.Pointwise:
+    name = "logical_not" if x.get_dtype() == torch.bool else "bitwise_not"
+    return pointwise(_op(name), [x], Kind.DEFAULT)
 _register_simple([aten.relu.default], "relu", Kind.DEFAULT)
 for _n in "isnan isinf".split():
     _register_simple([getattr(aten, _n).default], _n, Kind.ALWAYS_BOOL)
@@ -268,3 +274,14 @@ def _arange_end(end: Any, dtype: torch.dtype | None = None, layout: Any = None, 
 def _arange_start(start: Any, end: Any, dtype: torch.dtype | None = None, layout: Any = None,
                   device: Any = None, pin_memory: Any = None) -> ir.Pointwise:
     return _arange(start, end, 1, dtype)
+
+
+@register(torch.ops.prims.div.default)
+def _prims_div(a: Any, b: Any) -> ir.Pointwise:
+    comp, _ = promote([a, b], Kind.DEFAULT)
+    return pointwise(_op("truediv" if comp.is_floating_point else "truncdiv"), [a, b], Kind.DEFAULT)
+
+
+@register(torch.ops.prims.convert_element_type.default)
+def _prims_convert(x: ir.IRNode, dtype: torch.dtype) -> ir.Pointwise:
+    return _to_copy(x, dtype)

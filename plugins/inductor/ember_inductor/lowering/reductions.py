@@ -249,3 +249,27 @@ def log_softmax(x: ir.IRNode, dim: int, half_to_float: bool) -> ir.IRNode:
     shifted, total, _, out = _softmax_parts(x, dim, half_to_float)
     return ir.Pointwise(x.get_size(), out,
                         lambda idx: ops.to_dtype(ops.sub(shifted(idx), ops.log(total(idx))), out))
+
+
+prims = torch.ops.prims
+
+
+@register(prims.sum.default)
+def prims_sum(x: ir.IRNode, dims: Sequence[int], output_dtype: torch.dtype | None = None) -> ir.IRNode:
+    return sum_(x, list(dims), False, output_dtype or x.get_dtype())
+
+
+@register(prims.var.default)
+def prims_var(x: ir.IRNode, dims: Sequence[int], correction: float = 1.0,
+              output_dtype: torch.dtype | None = None) -> ir.IRNode:
+    return var(x, list(dims), correction=correction, keepdim=False)
+
+
+@register(prims.amax.default)
+def prims_amax(x: ir.IRNode, dims: Sequence[int]) -> ir.IRNode:
+    return _minmax("max")(x, list(dims), False)
+
+
+@register(prims.amin.default)
+def prims_amin(x: ir.IRNode, dims: Sequence[int]) -> ir.IRNode:
+    return _minmax("min")(x, list(dims), False)

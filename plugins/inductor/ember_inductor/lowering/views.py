@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import sympy
+import torch
 
 from .. import indexing, ir
 from .registry import aten, expand_to, register
@@ -22,7 +23,7 @@ def _infer_size(size: Sequence[int], numel: int) -> list[int]:
     return size
 
 
-@register(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+@register(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.view_copy.default)
 def view(x: ir.IRNode, size: Sequence[int]) -> ir.IRNode:
     old = x.get_size()
     new = _infer_size(size, x.numel())
@@ -34,7 +35,7 @@ def view(x: ir.IRNode, size: Sequence[int]) -> ir.IRNode:
     return ir.View(x, new, reindex)
 
 
-@register(aten.permute.default)
+@register(aten.permute.default, aten.permute_copy.default)
 def permute(x: ir.IRNode, dims: Sequence[int]) -> ir.IRNode:
     n = len(x.get_size())
     dims = [d % n for d in dims] if n else []
@@ -45,7 +46,7 @@ def permute(x: ir.IRNode, dims: Sequence[int]) -> ir.IRNode:
     return ir.View(x, size, lambda idx: [idx[inv[i]] for i in range(n)])
 
 
-@register(aten.transpose.int)
+@register(aten.transpose.int, aten.transpose_copy.int)
 def transpose(x: ir.IRNode, d0: int, d1: int) -> ir.IRNode:
     n = len(x.get_size())
     if n == 0:
@@ -56,12 +57,12 @@ def transpose(x: ir.IRNode, d0: int, d1: int) -> ir.IRNode:
     return permute(x, dims)
 
 
-@register(aten.t.default)
+@register(aten.t.default, aten.t_copy.default)
 def t(x: ir.IRNode) -> ir.IRNode:
     return transpose(x, 0, 1) if len(x.get_size()) == 2 else x
 
 
-@register(aten.expand.default)
+@register(aten.expand.default, aten.expand_copy.default)
 def expand(x: ir.IRNode, size: Sequence[int], implicit: bool = False) -> ir.IRNode:
     old = x.get_size()
     offset = len(size) - len(old)
@@ -69,7 +70,7 @@ def expand(x: ir.IRNode, size: Sequence[int], implicit: bool = False) -> ir.IRNo
     return expand_to(x, new)
 
 
-@register(aten.unsqueeze.default)
+@register(aten.unsqueeze.default, aten.unsqueeze_copy.default)
 def unsqueeze(x: ir.IRNode, dim: int) -> ir.IRNode:
     size = x.get_size()
     dim = dim % (len(size) + 1)
@@ -77,7 +78,8 @@ def unsqueeze(x: ir.IRNode, dim: int) -> ir.IRNode:
     return ir.View(x, new, lambda idx: list(idx[:dim]) + list(idx[dim + 1:]))
 
 
-@register(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims)
+@register(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.squeeze_copy.default,
+          aten.squeeze_copy.dim, aten.squeeze_copy.dims)
 def squeeze(x: ir.IRNode, dim: Any = None) -> ir.IRNode:
     size = x.get_size()
     n = len(size)
@@ -98,7 +100,7 @@ def squeeze(x: ir.IRNode, dim: Any = None) -> ir.IRNode:
     return ir.View(x, [size[i] for i in keep], reindex)
 
 
-@register(aten.slice.Tensor)
+@register(aten.slice.Tensor, aten.slice_copy.Tensor)
 def slice_(x: ir.IRNode, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> ir.IRNode:
     size = x.get_size()
     n = len(size)
@@ -124,7 +126,7 @@ def slice_(x: ir.IRNode, dim: int = 0, start: Any = None, end: Any = None, step:
     return ir.View(x, new, reindex)
 
 
-@register(aten.select.int)
+@register(aten.select.int, aten.select_copy.int)
 def select(x: ir.IRNode, dim: int, index: int) -> ir.IRNode:
     size = x.get_size()
     dim = dim % len(size)
@@ -133,14 +135,14 @@ def select(x: ir.IRNode, dim: int, index: int) -> ir.IRNode:
                    lambda idx: list(idx[:dim]) + [sympy.Integer(index)] + list(idx[dim:]))
 
 
-@register(aten.split.Tensor)
+@register(aten.split.Tensor, aten.split_copy.Tensor)
 def split(x: ir.IRNode, split_size: int, dim: int = 0) -> list[ir.IRNode]:
     dim_size = int(x.get_size()[dim])
     sizes = [min(split_size, dim_size - s) for s in range(0, dim_size, split_size)] or [0]
     return split_with_sizes(x, sizes, dim)
 
 
-@register(aten.split_with_sizes.default)
+@register(aten.split_with_sizes.default, aten.split_with_sizes_copy.default)
 def split_with_sizes(x: ir.IRNode, split_sizes: Sequence[int], dim: int = 0) -> list[ir.IRNode]:
     out, start = [], 0
     for s in split_sizes:
@@ -149,12 +151,22 @@ def split_with_sizes(x: ir.IRNode, split_sizes: Sequence[int], dim: int = 0) -> 
     return out
 
 
-@register(aten.unbind.int)
+@register(aten.unbind.int, aten.unbind_copy.int)
 def unbind(x: ir.IRNode, dim: int = 0) -> list[ir.IRNode]:
     return [select(x, dim, i) for i in range(int(x.get_size()[dim]))]
 
 
-@register(aten.alias.default)
+@register(aten.alias.default, aten.alias_copy.default)
 def alias(x: ir.IRNode) -> ir.IRNode:
     return x
 
+
+
+@register(torch.ops.prims.broadcast_in_dim.default)
+def broadcast_in_dim(x: ir.IRNode, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> ir.IRNode:
+    src = x.get_size()
+    dims = list(broadcast_dimensions)
+
+    def reindex(idx: Sequence) -> list:
+        return [S.Zero if src[k] == 1 else idx[d] for k, d in enumerate(dims)]
+    return ir.View(x, shape, reindex)
