@@ -135,12 +135,12 @@ class CompiledFunction:
             if log_graph.isEnabledFor(logging.INFO):
                 log_graph.info("graph of %s:\n%s", self.name, gm.print_readable(print_output=False))
             compiled = self.backend.compile(gm, cap.example_inputs)
+        inputs = [s.expr(cap.consts) for s in cap.input_sources]
         namespace = dict(cap.consts.values)
         if cap.resumes:
             namespace["___callee"] = self.callee
             for request in cap.resumes:
                 namespace[request.const_name] = self.resume_function(request)
-        inputs = [s.expr(cap.consts) for s in cap.input_sources]
         runner = make_runner(compiled, inputs, cap.tail, namespace)
         guard, reasons = cap.guards.compile()
         if log_guards.isEnabledFor(logging.INFO):

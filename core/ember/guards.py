@@ -3,8 +3,10 @@
 The capture records, for every input it read, the weakest check that keeps the compiled code
 right (tensor metadata, constant values, object identity, container lengths and keys, global
 torch state). :meth:`GuardSet.compile` turns them into ONE generated Python function
-``guard(L) -> bool`` (the hot path) plus a slower ``reasons(L) -> list[str]`` that names the
-checks that failed, used only to explain a recompilation.
+``guard(L) -> bool`` (the hot path): each source is computed once into a local variable and
+shared by every check below it (``L['self']._modules['layer1']`` is looked up once, not once
+per parameter). A slower ``reasons(L) -> list[str]`` names the checks that failed, used only
+to explain a recompilation.
 """
 from __future__ import annotations
 
@@ -21,10 +23,14 @@ GuardFn = Callable[[dict], bool]
 
 @dataclasses.dataclass
 class Check:
-    """One boolean expression over ``L`` and the constants, with a description for logs."""
+    """A boolean template over sources (``{0}``, ``{1}``...) with a description for logs."""
 
-    expr: str
+    template: str
+    sources: tuple[Source, ...]
     description: str
+
+    def expr(self, consts: Constants) -> str:
+        return self.template.format(*(f"({s.expr(consts)})" for s in self.sources))
 
 
 class GuardSet:
@@ -35,116 +41,108 @@ class GuardSet:
         self.checks: list[Check] = []
         self._seen: set[tuple[str, str]] = set()
 
-    def _add(self, kind: str, source: Source, expr: str, description: str) -> None:
-        key = (kind, source.describe() if kind != "global" else expr)
+    def _add(self, kind: str, sources: tuple[Source, ...], template: str, description: str) -> None:
+        key = (kind, "|".join(s.describe() for s in sources))
         if key in self._seen:
             return
         self._seen.add(key)
-        self.checks.append(Check(expr, description))
+        self.checks.append(Check(template, sources, description))
 
     def type_match(self, source: Source, value: Any) -> None:
-        x = source.expr(self.consts)
         t = self.consts.name(type(value), "t")
-        self._add("type", source, f"type({x}) is {t}",
-                  f"{source.describe()}: type is {type(value).__qualname__}")
+        self._add("type", (source,), f"type({{0}}) is {t}", f"{source.describe()}: type is {type(value).__qualname__}")
 
     def equals(self, source: Source, value: Any) -> None:
-        """Type and value (``True != 1``, ``1.0 != 1`` here)."""
-        self.type_match(source, value)
-        x = source.expr(self.consts)
+        """Type and value in one check (``True != 1``, ``1.0 != 1`` here)."""
+        t = self.consts.name(type(value), "t")
         if isinstance(value, float) and value != value:
-            expr = f"{x} != {x}"
+            test = "{0} != {0}"
         elif isinstance(value, (int, float, bool, str, type(None), bytes)):
-            expr = f"{x} == {value!r}"
+            test = "{0} == " + repr(value).replace("{", "{{").replace("}", "}}")
+        elif isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
+            test = f"{{0}} is {self.consts.name(value, 'v')}"
         else:
-            expr = f"{x} == {self.consts.name(value, 'v')}"
-        self._add("equals", source, expr, f"{source.describe()} == {value!r}")
+            test = f"{{0}} == {self.consts.name(value, 'v')}"
+        self._add("equals", (source,), f"type({{0}}) is {t} and {test}", f"{source.describe()} == {value!r}")
 
     def identity(self, source: Source, value: Any) -> None:
         """Same object; held through a weak reference where the object allows it."""
-        x = source.expr(self.consts)
         try:
             ref = weakref.ref(value)
-            expr = f"{x} is {self.consts.name(ref, 'w')}()"
+            template = f"{{0}} is {self.consts.name(ref, 'w')}()"
         except TypeError:
-            expr = f"{x} is {self.consts.name(value, 'o')}"
-        self._add("identity", source, expr,
+            template = f"{{0}} is {self.consts.name(value, 'o')}"
+        self._add("identity", (source,), template,
                   f"{source.describe()} is the same {type(value).__qualname__} object")
 
     def length(self, source: Source, value: Any) -> None:
-        self.type_match(source, value)
-        x = source.expr(self.consts)
-        self._add("len", source, f"len({x}) == {len(value)}", f"len({source.describe()}) == {len(value)}")
+        t = self.consts.name(type(value), "t")
+        self._add("len", (source,), f"type({{0}}) is {t} and len({{0}}) == {len(value)}",
+                  f"{source.describe()}: {type(value).__qualname__} of length {len(value)}")
 
     def dict_keys(self, source: Source, value: dict) -> None:
-        self.type_match(source, value)
-        x = source.expr(self.consts)
+        t = self.consts.name(type(value), "t")
         keys = self.consts.name(tuple(value.keys()), "keys")
-        self._add("keys", source, f"tuple({x}.keys()) == {keys}",
+        self._add("keys", (source,), f"type({{0}}) is {t} and tuple({{0}}.keys()) == {keys}",
                   f"{source.describe()} keys == {tuple(value.keys())!r}")
 
     def tensor(self, source: Source, t: torch.Tensor) -> None:
-        x = source.expr(self.consts)
         c = self.consts
-        expr = (
-            f"type(___t := {x}) is {c.name(type(t), 't')}"
-            f" and ___t.dtype is {c.name(t.dtype, 'dtype')}"
-            f" and ___t.device == {c.name(t.device, 'dev')}"
-            f" and ___t.shape == {tuple(t.shape)!r}"
-            f" and ___t.stride() == {tuple(t.stride())!r}"
-            f" and ___t.requires_grad is {t.requires_grad!r}"
+        template = (
+            f"type({{0}}) is {c.name(type(t), 't')}"
+            f" and {{0}}.dtype is {c.name(t.dtype, 'dtype')}"
+            f" and {{0}}.device == {c.name(t.device, 'dev')}"
+            f" and {{0}}.shape == {tuple(t.shape)!r}"
+            f" and {{0}}.stride() == {tuple(t.stride())!r}"
+            f" and {{0}}.requires_grad is {t.requires_grad!r}"
         )
         desc = (
             f"{source.describe()}: {type(t).__name__} {t.dtype} {t.device} shape={tuple(t.shape)} "
             f"stride={tuple(t.stride())} requires_grad={t.requires_grad}"
         )
-        self._add("tensor", source, expr, desc)
+        self._add("tensor", (source,), template, desc)
 
     def same_object(self, a: Source, b: Source) -> None:
-        self._add("alias", a, f"{a.expr(self.consts)} is {b.expr(self.consts)}",
-                  f"{a.describe()} is {b.describe()}")
+        self._add("alias", (a, b), "{0} is {1}", f"{a.describe()} is {b.describe()}")
 
     def distinct(self, sources: list[Source]) -> None:
         if len(sources) < 2:
             return
-        exprs = ", ".join(f"id({s.expr(self.consts)})" for s in sources)
+        ids = ", ".join(f"id({{{i}}})" for i in range(len(sources)))
         names = ", ".join(s.describe() for s in sources)
-        self.checks.append(Check(f"len({{{exprs}}}) == {len(sources)}", f"{names} are distinct tensors"))
+        self._add("distinct", tuple(sources), "len({{" + ids + "}}) == " + str(len(sources)),
+                  f"{names} are distinct objects")
+
+    def _global_flag(self, fn: Callable[[], bool], what: str) -> None:
+        enabled = fn()
+        name = self.consts.name(fn, "f")
+        self.checks.append(Check(f"{name}() is {enabled}", (), f"{what} is {'on' if enabled else 'off'}"))
 
     def grad_mode(self) -> None:
-        enabled = torch.is_grad_enabled()
-        fn = self.consts.name(torch.is_grad_enabled, "f")
-        self.checks.append(Check(f"{fn}() is {enabled}", f"grad mode is {'on' if enabled else 'off'}"))
+        self._global_flag(torch.is_grad_enabled, "grad mode")
 
     def inference_mode(self) -> None:
-        enabled = torch.is_inference_mode_enabled()
-        fn = self.consts.name(torch.is_inference_mode_enabled, "f")
-        self.checks.append(Check(f"{fn}() is {enabled}", f"inference mode is {'on' if enabled else 'off'}"))
+        self._global_flag(torch.is_inference_mode_enabled, "inference mode")
 
     def compile(self, name: str = "guard") -> tuple[GuardFn, Callable[[dict], list[str]]]:
         """Generate ``guard(L)`` and ``reasons(L)``."""
-        body = " and ".join(f"({c.expr})" for c in self.checks) or "True"
-        src = (
-            f"def {name}(L):\n"
-            f"    try:\n"
-            f"        return {body}\n"
-            f"    except Exception:\n"
-            f"        return False\n"
-        )
+        src = _GuardWriter(self.consts).write(name, self.checks)
         namespace: dict[str, Any] = dict(self.consts.values)
         exec(compile(src, f"<ember {name}>", "exec"), namespace)
         guard_fn = namespace[name]
         guard_fn.__ember_source__ = src
         checks = list(self.checks)
-        consts = dict(self.consts.values)
+        consts = self.consts
 
         def reasons(L: dict) -> list[str]:
             failed = []
             for check in checks:
                 try:
-                    ok = eval(check.expr, dict(consts), {"L": L})
+                    expr = check.expr(consts)
+                    ok = eval(expr, dict(consts.values), {"L": L})
                 except Exception as exc:  # the source itself is gone
-                    ok, check = False, Check(check.expr, f"{check.description} ({type(exc).__name__})")
+                    failed.append(f"{check.description} ({type(exc).__name__})")
+                    continue
                 if not ok:
                     failed.append(check.description)
             return failed
@@ -153,3 +151,34 @@ class GuardSet:
 
     def describe(self) -> list[str]:
         return [c.description for c in self.checks]
+
+
+class _GuardWriter:
+    """Writes the guard as straight-line code, one local per source, each computed once."""
+
+    def __init__(self, consts: Constants) -> None:
+        self.consts = consts
+        self.names: dict[Any, str] = {}
+        self.lines: list[str] = []
+
+    def local(self, source: Source) -> str:
+        key: Any = source  # sources compare equal when they read the same thing
+        try:
+            hash(source)
+        except TypeError:
+            key = id(source)
+        name = self.names.get(key)
+        if name is None:
+            base = getattr(source, "base", None)
+            expr = source.apply(self.local(base), self.consts) if base is not None else source.expr(self.consts)
+            name = self.names[key] = f"v{len(self.names)}"
+            self.lines.append(f"        {name} = {expr}")
+        return name
+
+    def write(self, name: str, checks: list[Check]) -> str:
+        for check in checks:
+            test = check.template.format(*(self.local(s) for s in check.sources))
+            self.lines.append(f"        if not ({test}):\n            return False")
+        body = "\n".join(self.lines) or "        pass"
+        return (f"def {name}(L):\n    try:\n{body}\n        return True\n"
+                f"    except Exception:\n        return False\n")

@@ -31,9 +31,19 @@ class Constants:
 
 
 class Source:
-    """Base class: a value reachable from the frame's locals or from a fixed object."""
+    """Base class: a value reachable from the frame's locals or from a fixed object.
+
+    Sources with a ``base`` build their expression from the base's with :meth:`apply`, so that
+    generated code can compute a shared base once and reuse it.
+    """
 
     def expr(self, consts: Constants) -> str:
+        base = getattr(self, "base", None)
+        if base is None:
+            raise NotImplementedError
+        return self.apply(base.expr(consts), consts)
+
+    def apply(self, base_expr: str, consts: Constants) -> str:
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -98,8 +108,8 @@ class AttrSource(Source):
     base: Source
     attr: str
 
-    def expr(self, consts: Constants) -> str:
-        return f"{self.base.expr(consts)}.{self.attr}"
+    def apply(self, base_expr: str, consts: Constants) -> str:
+        return f"{base_expr}.{self.attr}"
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.attr}"
@@ -113,8 +123,8 @@ class DictEntrySource(Source):
     table: str
     key: str
 
-    def expr(self, consts: Constants) -> str:
-        return f"{self.base.expr(consts)}.{self.table}[{self.key!r}]"
+    def apply(self, base_expr: str, consts: Constants) -> str:
+        return f"{base_expr}.{self.table}[{self.key!r}]"
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.key}"
@@ -127,11 +137,10 @@ class ItemSource(Source):
     base: Source
     index: Any
 
-    def expr(self, consts: Constants) -> str:
+    def apply(self, base_expr: str, consts: Constants) -> str:
         index = self.index
-        literal = isinstance(index, (str, int, float, bool, type(None), tuple)) and type(index) in (
-            str, int, float, bool, type(None), tuple)
-        return f"{self.base.expr(consts)}[{repr(index) if literal else consts.name(index, 'key')}]"
+        literal = type(index) in (str, int, float, bool, type(None), tuple)
+        return f"{base_expr}[{repr(index) if literal else consts.name(index, 'key')}]"
 
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.index!r}]"
@@ -155,10 +164,10 @@ class NumpyTensorSource(Source):
 
     base: Source
 
-    def expr(self, consts: Constants) -> str:
+    def apply(self, base_expr: str, consts: Constants) -> str:
         import torch
 
-        return f"{consts.name(torch.from_numpy, 'f')}({self.base.expr(consts)})"
+        return f"{consts.name(torch.from_numpy, 'f')}({base_expr})"
 
     def describe(self) -> str:
         return f"from_numpy({self.base.describe()})"
@@ -174,9 +183,9 @@ class MethodCallSource(Source):
     args: tuple = ()
     method_name: str = ""
 
-    def expr(self, consts: Constants) -> str:
+    def apply(self, base_expr: str, consts: Constants) -> str:
         args = "".join(f", {a!r}" for a in self.args)
-        return f"{consts.name(self.method, 'm')}({self.base.expr(consts)}{args})"
+        return f"{consts.name(self.method, 'm')}({base_expr}{args})"
 
     def describe(self) -> str:
         args = ", ".join(repr(a) for a in self.args)
