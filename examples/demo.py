@@ -119,7 +119,7 @@ def recompilation() -> None:
 
 
 def data_dependent_control_flow() -> None:
-    section("Data-dependent control flow")
+    section("Data-dependent control flow and non-PyTorch code: graph breaks")
 
     def f1(x, y):
         if x.sum() < 0:
@@ -128,28 +128,84 @@ def data_dependent_control_flow() -> None:
 
     inp1, inp2 = torch.randn(5, 5), torch.randn(5, 5)
     dynamo_f1 = ember.optimize(BACKEND)(f1)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        print("f1(x, y) matches eager:", torch.allclose(dynamo_f1(inp1, inp2), f1(inp1, inp2)))
-        print("f1(-x, y) matches eager:", torch.allclose(dynamo_f1(-inp1, inp2), f1(-inp1, inp2)))
-    for w in caught:
-        print("  note:", str(w.message).splitlines()[0])
+    print("dynamo 1, 1:", torch.allclose(f1(inp1, inp2), dynamo_f1(inp1, inp2)))
+    print("dynamo 1, 2:", torch.allclose(f1(-inp1, inp2), dynamo_f1(-inp1, inp2)))
+
+    import scipy.fft
+
+    def f3(x):
+        x = x * 2
+        x = scipy.fft.dct(x.numpy())
+        x = torch.from_numpy(x)
+        x = x * 2
+        return x
+
+    dynamo_f3 = ember.optimize(BACKEND)(f3)
+    print("dynamo 3:", torch.allclose(f3(inp2), dynamo_f3(inp2), atol=1e-5))
+
+
+def bar(a, b):
+    x = a / (torch.abs(a) + 1)
+    if b.sum() < 0:
+        b = b * -1
+    return x * b
+
+
+def graph_breaks() -> None:
+    section("bar(a, b) with a custom backend: three graphs over two calls")
+    ember.reset()
+    opt_bar = ember.optimize(custom_backend)(bar)
+    inp1, inp2 = torch.randn(10), torch.randn(10)
+    opt_bar(inp1, inp2)
+    opt_bar(inp1, -inp2)
+
+    section("ember.explain(bar)")
+    print(ember.explain(bar)(torch.randn(10), torch.randn(10)))
 
 
 def nopython_section() -> None:
     section("fullgraph / nopython=True raises at the first graph break")
-
-    def bar(a, b):
-        x = a / (torch.abs(a) + 1)
-        if b.sum() < 0:
-            b = b * -1
-        return x * b
-
     opt_bar = ember.optimize(BACKEND, nopython=True)(bar)
     try:
         opt_bar(torch.randn(10), torch.randn(10))
     except ember.Unsupported:
         traceback.print_exc(limit=0)
+
+    section("ember.export: one graph, or an error naming the break")
+    try:
+        ember.export(bar, torch.randn(10), torch.randn(10))
+    except ember.Unsupported as exc:
+        print("export(bar) fails as it should:", str(exc).splitlines()[1])
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(1568, 4))
+    x = torch.randn(2, 3, 16, 16)
+    gm, guards = ember.export(model, x)
+    print("exported graph matches eager:", torch.allclose(gm(x), model(x), atol=1e-6))
+
+
+def training() -> None:
+    section(f"Training: forward, loss and backward inside the compiled function ({BACKEND})")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    reference = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    reference.load_state_dict(model.state_dict())
+
+    def train(mod, data):
+        pred = mod(data[0])
+        loss = torch.nn.CrossEntropyLoss()(pred, data[1])
+        loss.backward()
+
+    opt, opt_ref = torch.optim.Adam(model.parameters()), torch.optim.Adam(reference.parameters())
+    train_opt = ember.optimize(BACKEND)(train)
+    for _ in range(5):
+        data = (torch.randn(16, 32), torch.randint(0, 10, (16,)))
+        opt.zero_grad(True)
+        train_opt(model, data)
+        opt.step()
+        opt_ref.zero_grad(True)
+        train(reference, data)
+        opt_ref.step()
+    same = all(torch.allclose(a, b, atol=1e-5) for a, b in zip(model.parameters(), reference.parameters()))
+    print("weights after 5 compiled training steps match eager:", same)
 
 
 def speed() -> None:
@@ -174,7 +230,9 @@ def main() -> None:
     custom_backend_section()
     recompilation()
     data_dependent_control_flow()
+    graph_breaks()
     nopython_section()
+    training()
     speed()
 
 

@@ -154,3 +154,36 @@ def test_compiled_function_called_inside_another_is_inlined():
 def test_bad_input_is_a_clear_error():
     with pytest.raises(TypeError, match="expects a callable"):
         ember.compile(42, backend="eager")
+
+
+def test_two_threads_compile_once():
+    import threading
+
+    backend = CountingBackend()
+    f = ember.compile(lambda t: t.sin() + 1, backend=backend)
+    x = torch.randn(8)
+    results = []
+    barrier = threading.Barrier(4)
+
+    def worker():
+        barrier.wait()
+        results.append(f(x))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert backend.count == 1 and len(results) == 4
+    for r in results:
+        torch.testing.assert_close(r, x.sin() + 1)
+
+
+def test_module_hooks_are_honoured():
+    mod = torch.nn.Linear(3, 3)
+    calls = []
+    mod.register_forward_hook(lambda m, inp, out: calls.append(out.shape) or out * 2)
+    opt = ember.compile(mod, backend="eager")
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(opt(x), mod(x))
+    assert len(calls) == 2
