@@ -124,6 +124,18 @@ class GuardSet:
     def inference_mode(self) -> None:
         self._global_flag(torch.is_inference_mode_enabled, "inference mode")
 
+    def autocast(self) -> None:
+        """Autocast changes the dtypes ops produce: guard whether it is on, and how."""
+        if not torch._C._is_any_autocast_enabled():
+            self._global_flag(torch._C._is_any_autocast_enabled, "autocast")
+            return
+        for device in ("cpu", "cuda"):
+            enabled = torch.is_autocast_enabled(device)
+            dtype = torch.get_autocast_dtype(device)
+            on, get = self.consts.name(torch.is_autocast_enabled, "f"), self.consts.name(torch.get_autocast_dtype, "f")
+            self.checks.append(Check(f"{on}({device!r}) is {enabled} and {get}({device!r}) is {self.consts.name(dtype, 'dtype')}",
+                                     (), f"autocast on {device} is {'on' if enabled else 'off'} ({dtype})"))
+
     def compile(self, name: str = "guard") -> tuple[GuardFn, Callable[[dict], list[str]]]:
         """Generate ``guard(L)`` and ``reasons(L)``."""
         src = _GuardWriter(self.consts).write(name, self.checks)

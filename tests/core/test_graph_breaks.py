@@ -136,3 +136,35 @@ def test_generators_and_inference_mode_are_captured_whole():
     torch.testing.assert_close(opt(xs, y), f(xs, y))
     with torch.inference_mode():
         torch.testing.assert_close(opt(xs, y), f(xs, y))
+
+
+def test_autocast_block_and_autocast_state_guard():
+    def f(x, w):
+        y = x @ w
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            z = y @ w
+            q = z.relu()
+        return q.float() + 1, z.dtype
+
+    opt = ember.compile(f, backend="eager")
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    got, expected = opt(x, w), f(x, w)
+    assert got[1] == expected[1] == torch.bfloat16
+    torch.testing.assert_close(got[0], expected[0], rtol=0, atol=0)
+
+    g = ember.compile(lambda t: t @ t, backend="eager")
+    assert g(x).dtype == torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert g(x).dtype == torch.bfloat16  # autocast state is guarded: a new entry
+    assert g(x).dtype == torch.float32
+
+
+def test_torch_state_setters_are_never_run_only_at_capture_time():
+    def f(x):
+        torch.manual_seed(3)
+        return x + torch.rand(2)
+
+    opt = ember.compile(f, backend="eager")
+    x = torch.zeros(2)
+    torch.testing.assert_close(opt(x), f(x))
+    torch.testing.assert_close(opt(x), f(x))

@@ -46,6 +46,7 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool
     state = CaptureState()
     state.guards.grad_mode()
     state.guards.inference_mode()
+    state.guards.autocast()
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     saved_level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # errors on fakes become our Unsupported, not log spam

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"}
 _SIMPLE = {"CALL", "CALL_FUNCTION_EX", "STORE_ATTR", "STORE_SUBSCR", "STORE_GLOBAL", "LOAD_ATTR",
            "LOAD_METHOD", "BINARY_SUBSCR", "BINARY_OP", "COMPARE_OP", "UNARY_NOT", "GET_ITER",
-           "DELETE_SUBSCR", "CONTAINS_OP", "IS_OP"}
+           "DELETE_SUBSCR", "CONTAINS_OP", "IS_OP", "BEFORE_WITH"}
 
 
 @dataclasses.dataclass
@@ -189,6 +189,12 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
     elif op == "UNARY_NOT":
         (a,) = w.pop()
         emit(f"    ___r = not {value(a)}")
+    elif op == "BEFORE_WITH":
+        (ctx,) = w.pop()
+        emit(f"    ___ctx = {value(ctx)}")
+        emit("    ___exit = ___ctx.__exit__")
+        emit("    ___r = ___ctx.__enter__()")
+        w.slots.append((VALUE, "___exit"))
     elif op == "GET_ITER":
         (a,) = w.pop()
         emit(f"    ___r = list({value(a)})")

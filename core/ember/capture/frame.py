@@ -579,7 +579,8 @@ class Frame:
 
         ctx = self.pop()
         if not isinstance(ctx, GradModeContext):
-            self.fail("with-blocks other than no_grad/enable_grad/set_grad_enabled are not supported yet")
+            self.fail("a with-block over a context manager other than no_grad/enable_grad/set_grad_enabled "
+                      "(it is entered in Python at a graph break)")
         exit_var, value = enter(self, ctx)
         self.push(exit_var)
         self.push(value)

@@ -100,6 +100,8 @@ class GraphBuilder:
         mutated = _looks_inplace(kind, target, kwargs) or any(
             _version(f) != v for f, v in zip(fakes_in, versions))
         if not _has_tensor(result) and not mutated:
+            if not fakes_in and not _is_query(target):
+                raise Unsupported(f"{_target_name(target)} may change torch's global state")
             return ConstVar(result)  # metadata of guarded inputs, e.g. x.size()
         node_args = tuple(to_arg(a) for a in args)
         node_kwargs = {k: to_arg(v) for k, v in kwargs.items()}
@@ -130,6 +132,16 @@ class GraphBuilder:
 
     def output(self, tensors: list[TensorVar]) -> None:
         self.graph.output(tuple(t.node for t in tensors))
+
+
+_QUERY_PREFIXES = ("is_", "get_", "_is_", "_get_", "can_", "promote_types", "result_type", "finfo", "iinfo",
+                   "broadcast_shapes", "Size", "device", "numel", "typename")
+
+
+def _is_query(target: Any) -> bool:
+    """Torch functions that only answer a question (safe to evaluate once at capture time)."""
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return name.startswith(_QUERY_PREFIXES)
 
 
 def _version(t: torch.Tensor) -> int | None:
