@@ -57,7 +57,7 @@ class GuardSet:
         t = self.consts.name(type(value), "t")
         if isinstance(value, float) and value != value:
             test = "{0} != {0}"
-        elif isinstance(value, (int, float, bool, str, type(None), bytes)):
+        elif type(value) in (int, float, bool, str, type(None), bytes):
             test = "{0} == " + repr(value).replace("{", "{{").replace("}", "}}")
         elif isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
             test = f"{{0}} is {self.consts.name(value, 'v')}"

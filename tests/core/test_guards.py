@@ -229,3 +229,17 @@ def test_guard_function_is_generated_python():
     assert entry.guard({"x": torch.randn(4), "y": torch.randn(4)})
     assert not entry.guard({"x": torch.randn(4), "y": torch.randn(4, 1)})
     assert not entry.guard({"x": "not a tensor", "y": torch.randn(4)})
+
+
+def test_enum_and_str_enum_values_are_guarded():
+    import enum
+
+    class Mode(str, enum.Enum):
+        FAST = "fast"
+        SLOW = "slow"
+
+    def f(x, mode):
+        return x * 2 if mode == Mode.FAST else x * 3
+
+    x = torch.randn(3)
+    check(f, [(x, Mode.FAST), (x, Mode.SLOW), (x, Mode.FAST)], 2)

@@ -41,7 +41,7 @@ class OutputBuilder:
             return f"___o[{self._index[var.node]}]"
         if isinstance(var, ConstVar):
             value = var.value
-            if isinstance(value, _LITERALS) or (isinstance(value, float) and math.isfinite(value)):
+            if type(value) in _LITERALS or (type(value) is float and math.isfinite(value)):
                 return repr(value)
             return self.consts.name(value, "r")
         if isinstance(var, TupleVar):
@@ -69,6 +69,6 @@ class OutputBuilder:
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
 
     def key(self, key: object) -> str:
-        if isinstance(key, _LITERALS):
+        if type(key) in _LITERALS:
             return repr(key)
         return self.consts.name(key, "key")
