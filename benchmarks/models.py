@@ -5,22 +5,26 @@ Written from scratch (no torchvision / transformers) so that tests can import th
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 
+Norm = Callable[[int], nn.Module]  # channels -> batch-norm-like module
+
+
 class BasicBlock(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int = 1) -> None:
+    def __init__(self, cin: int, cout: int, stride: int = 1, norm: Norm = nn.BatchNorm2d) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
+        self.bn1 = norm(cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
+        self.bn2 = norm(cout)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), norm(cout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)))
@@ -30,16 +34,18 @@ class BasicBlock(nn.Module):
 
 
 class ResNet18(nn.Module):
-    def __init__(self, num_classes: int = 10, width: int = 64) -> None:
+    """``norm`` builds every batch norm (a test may pass a traceable or functional variant)."""
+
+    def __init__(self, num_classes: int = 10, width: int = 64, norm: Norm = nn.BatchNorm2d) -> None:
         super().__init__()
         w = width
-        self.stem = nn.Sequential(nn.Conv2d(3, w, 7, 2, 3, bias=False), nn.BatchNorm2d(w), nn.ReLU(),
+        self.stem = nn.Sequential(nn.Conv2d(3, w, 7, 2, 3, bias=False), norm(w), nn.ReLU(),
                                   nn.MaxPool2d(3, 2, 1))
         layers = []
         cin = w
         for i, cout in enumerate([w, 2 * w, 4 * w, 8 * w]):
             stride = 1 if i == 0 else 2
-            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout)]
+            layers += [BasicBlock(cin, cout, stride, norm), BasicBlock(cout, cout, norm=norm)]
             cin = cout
         self.layers = nn.Sequential(*layers)
         self.fc = nn.Linear(cin, num_classes)

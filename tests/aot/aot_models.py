@@ -1,4 +1,7 @@
-"""Small models for the ember_aot tests: a hand-written ResNet-18 and a GPT."""
+"""Small models for the ember_aot tests: a hand-written ResNet-18 and a GPT.
+
+The residual block is the shared one from benchmarks/models.py; the rest is aot's own.
+"""
 from __future__ import annotations
 
 import math
@@ -6,6 +9,8 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from benchmarks.models import BasicBlock
 
 
 class BatchNorm2d(nn.BatchNorm2d):
@@ -15,24 +20,7 @@ class BatchNorm2d(nn.BatchNorm2d):
         pass
 
 
-class BasicBlock(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), BatchNorm2d(cout))
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        identity = x if self.down is None else self.down(x)
-        return F.relu(out + identity)
-
-
+# Not benchmarks.models.ResNet18: a 32x32 (CIFAR) stem, 3x3 stride-1 conv and no max-pool.
 class ResNet18(nn.Module):
     """ResNet-18 layout ([2, 2, 2, 2] basic blocks) for 32x32 images; ``width`` scales channels."""
 
@@ -45,7 +33,7 @@ class ResNet18(nn.Module):
         for i, mult in enumerate((1, 2, 4, 8)):
             cout = width * mult
             stride = 1 if i == 0 else 2
-            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            layers += [BasicBlock(cin, cout, stride, BatchNorm2d), BasicBlock(cout, cout, 1, BatchNorm2d)]
             cin = cout
         self.layers = nn.Sequential(*layers)
         self.fc = nn.Linear(cin, num_classes)
@@ -57,6 +45,7 @@ class ResNet18(nn.Module):
         return self.fc(x)
 
 
+# Not benchmarks.models.GPT: SDPA attention, dropout, a tied head and the loss in forward(idx, targets).
 class CausalSelfAttention(nn.Module):
     def __init__(self, d: int, heads: int, dropout: float = 0.0) -> None:
         super().__init__()

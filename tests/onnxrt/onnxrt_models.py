@@ -1,51 +1,24 @@
-"""Small models for the onnxrt tests and benchmark: a ResNet-18 and a GPT, written by hand."""
+"""Small models for the onnxrt tests and benchmark: a ResNet-18 and a GPT, written by hand.
+
+ResNet-18 is the shared one from benchmarks/models.py; the GPT here is onnxrt's own.
+"""
 from __future__ import annotations
+
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)  # benchmarks/onnxrt_cpu.py imports this file outside pytest
 
-class BasicBlock(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        identity = x if self.down is None else self.down(x)
-        return F.relu(out + identity)
+from benchmarks.models import ResNet18  # noqa: E402,F401
 
 
-class ResNet18(nn.Module):
-    """ResNet-18 (2-2-2-2 basic blocks), ``width`` channels in the first stage."""
-
-    def __init__(self, num_classes: int = 10, width: int = 64) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-            nn.MaxPool2d(3, 2, 1),
-        )
-        layers, cin = [], width
-        for i, cout in enumerate([width, width * 2, width * 4, width * 8]):
-            stride = 1 if i == 0 else 2
-            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
-            cin = cout
-        self.layers = nn.Sequential(*layers)
-        self.fc = nn.Linear(cin, num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.layers(self.stem(x))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
-
-
+# Not benchmarks.models.GPT: SDPA attention, tanh-GELU and a tied head put a different graph through ONNX.
 class CausalSelfAttention(nn.Module):
     def __init__(self, dim: int, heads: int) -> None:
         super().__init__()

@@ -1,7 +1,14 @@
 """Fixtures of the tvm backend tests: every test builds into its own private cache folder."""
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)  # for benchmarks.models
 
 
 @pytest.fixture(autouse=True)

@@ -1,13 +1,25 @@
-"""Small hand-written models for the tvm backend tests and benchmark: ResNet-18 and a GPT."""
+"""Small hand-written models for the tvm backend tests and benchmark: ResNet-18 and a GPT.
+
+ResNet-18 is the shared one from benchmarks/models.py (with this suite's batch norm); the GPT is tvm's own.
+"""
 from __future__ import annotations
 
 import math
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)  # benchmarks/tvm_cpu.py imports this file outside pytest
 
+from benchmarks import models  # noqa: E402
+
+
+# Kept: nn.BatchNorm2d's rank check breaks fx tracing (lifted); this is one functional inference call.
 class BatchNorm2d(nn.BatchNorm2d):
     """Inference batch norm written as the functional call ember's core captures."""
 
@@ -16,44 +28,12 @@ class BatchNorm2d(nn.BatchNorm2d):
                             False, 0.0, self.eps)
 
 
-class BasicBlock(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), BatchNorm2d(cout))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return F.relu(out + (x if self.down is None else self.down(x)))
-
-
-class ResNet18(nn.Module):
+def ResNet18(width: int = 64, num_classes: int = 10) -> models.ResNet18:  # noqa: N802
     """torchvision's ResNet-18 layout (2-2-2-2 basic blocks), with a width multiplier."""
-
-    def __init__(self, width: int = 64, num_classes: int = 10) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, width, 7, 2, 3, bias=False), BatchNorm2d(width), nn.ReLU(),
-            nn.MaxPool2d(3, 2, 1),
-        )
-        layers, cin = [], width
-        for i, cout in enumerate([width, width * 2, width * 4, width * 8]):
-            layers += [BasicBlock(cin, cout, 1 if i == 0 else 2), BasicBlock(cout, cout, 1)]
-            cin = cout
-        self.layers = nn.Sequential(*layers)
-        self.fc = nn.Linear(cin, num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.layers(self.stem(x))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+    return models.ResNet18(num_classes=num_classes, width=width, norm=BatchNorm2d)
 
 
+# Not benchmarks.models.GPT: the causal mask is a ctx x ctx buffer so fx symbolic tracing (lifted) works.
 class Attention(nn.Module):
     def __init__(self, dim: int, heads: int, ctx: int) -> None:
         super().__init__()
