@@ -105,3 +105,6 @@ def optimize(backend: str | CompilerFn = "inductor", nopython: bool = False, **k
 def reset() -> None:
     """Drop every cached compilation; the next call of each compiled function recompiles."""
     reset_all()
+    pm = REGISTRY.plugin_manager  # plugins already loaded free what they hold (CUDA graphs...)
+    if pm is not None:
+        pm.hook.ember_reset()

@@ -94,5 +94,9 @@ class EmberHookSpecs:
         """Return the backends this plugin provides."""
         raise NotImplementedError
 
+    @hookspec
+    def ember_reset(self) -> None:
+        """``ember.reset()`` was called: drop caches and free memory held for compiled code."""
+
 
 __all__ = ["BackendSpec", "CompilerFn", "EmberHookSpecs", "hookimpl", "hookspec", "PROJECT"]

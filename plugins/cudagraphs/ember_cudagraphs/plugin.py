@@ -23,3 +23,12 @@ def ember_backends() -> list[BackendSpec]:
             check=_cuda_check,
         )
     ]
+
+
+@hookimpl
+def ember_reset() -> None:
+    """Free the CUDA graphs and memory pools of dropped compilations."""
+    import sys
+
+    if "ember_cudagraphs.registry" in sys.modules:  # nothing to free if it was never used
+        sys.modules["ember_cudagraphs.registry"].release_memory()

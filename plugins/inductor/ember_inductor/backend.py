@@ -57,9 +57,13 @@ def _aot_autograd() -> Callable | None:
 
 def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
              options: dict | None = None) -> Callable:
-    """The ``inductor`` backend (see module docstring). ``mode`` is accepted for compatibility."""
+    """The ``inductor`` backend (see module docstring). ``mode="reduce-overhead"`` and
+    ``"max-autotune"`` run each compiled graph through CUDA graphs (ember_cudagraphs)."""
     debug.note_fx_graph(gm)
     compile_graph = make_graph_compiler(options)
+    if mode in ("reduce-overhead", "max-autotune"):
+        from ember_cudagraphs import wrap_compiler
+        compile_graph = wrap_compiler(compile_graph)
     aot = _aot_autograd()
     if aot is not None:
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,

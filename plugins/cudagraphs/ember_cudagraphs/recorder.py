@@ -1,0 +1,100 @@
+"""Warm-up, capture and replay with ``torch.cuda``: the only module that touches CUDA graphs.
+
+The wrapper talks to a recorder through four calls (``device_reason``, ``warmup``, ``capture``,
+``replay``), so its logic runs on CPU in tests with a fake recorder. Each capture gets its own
+memory pool: graphs never share memory, so replaying one cannot clobber outputs of another
+(the forward's saved activations, a backward's gradients) that are still alive.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Sequence
+
+import torch
+
+from . import registry
+from .checks import device_reason
+
+_CAPTURE_LOCK = threading.Lock()  # one capture at a time in the process (a CUDA requirement)
+
+
+def _device(args: Sequence[Any]) -> torch.device:
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a.device
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+class CudaRecorder:
+    """Records ``fn`` into a ``torch.cuda.CUDAGraph`` (side-stream warm-up, private pool)."""
+
+    def __init__(self) -> None:
+        self._streams: dict[torch.device, torch.cuda.Stream] = {}
+
+    def _stream(self, device: torch.device) -> torch.cuda.Stream:
+        stream = self._streams.get(device)
+        if stream is None:
+            stream = self._streams[device] = torch.cuda.Stream(device)
+        return stream
+
+    def device_reason(self, args: Sequence[Any]) -> str:
+        return device_reason(args)
+
+    def warmup(self, fn: Callable, args: Sequence[Any]) -> Any:
+        """Run ``fn`` eagerly on a side stream (lazy library init happens off the main stream)."""
+        device = _device(args)
+        with torch.cuda.device(device):
+            torch.cuda.synchronize()
+            stream = self._stream(device)
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                out = fn(*args)
+            torch.cuda.current_stream().wait_stream(stream)
+            torch.cuda.synchronize()
+        return out
+
+    def capture(self, fn: Callable, args: Sequence[Any]) -> tuple[torch.cuda.CUDAGraph, Any]:
+        """Record one call of ``fn`` on ``args``; returns the graph and its (static) outputs.
+
+        ``torch.cuda.graph`` is not used: when its capture fails it leaves the side stream
+        current. Here the stream context always unwinds and a failed capture is always ended.
+        """
+        device = _device(args)
+        graph = torch.cuda.CUDAGraph()
+        with _CAPTURE_LOCK, torch.cuda.device(device), registry.capturing():
+            torch.cuda.synchronize()
+            stream = self._stream(device)
+            stream.wait_stream(torch.cuda.current_stream())
+            try:
+                with torch.cuda.stream(stream):
+                    graph.capture_begin(torch.cuda.graph_pool_handle(), capture_error_mode="thread_local")
+                    try:
+                        out = fn(*args)
+                    except BaseException:
+                        _end_failed(graph)
+                        raise
+                    graph.capture_end()
+            except Exception:
+                _clear_error(device)
+                raise
+            torch.cuda.current_stream().wait_stream(stream)
+        return graph, out
+
+    def replay(self, handle: torch.cuda.CUDAGraph, plan: Any, args: Sequence[Any]) -> None:
+        handle.replay()
+
+
+def _end_failed(graph: torch.cuda.CUDAGraph) -> None:
+    """End a capture whose body raised (that exception is the one reported)."""
+    try:
+        graph.capture_end()
+    except Exception:
+        pass
+
+
+def _clear_error(device: torch.device) -> None:
+    """After a failed capture: make sure the device is usable again (the error is reported)."""
+    try:
+        torch.cuda.synchronize(device)
+    except Exception:  # a sticky error would surface in the eager re-run, with its own message
+        pass
