@@ -1,6 +1,11 @@
 """Benchmark suite: eager vs ember (backend="inductor") vs torch.compile, side by side in one process.
 
     python -m benchmarks.run [--device cpu|cuda] [--quick] [--only NAME ...] [--no-torch-compile]
+                             [--budget SECONDS]
+
+On the GPU machine: ``python -m benchmarks.run --device cuda --budget 400`` (CUDA-event timing,
+fp32 and bf16 workloads, torchvision resnet18 when importable, a back-to-back column for
+kernels; the table goes to ``$OUT`` when set). A workload that fails is logged and skipped.
 
 For every workload: first-call time (compile, with fresh caches) and median latency, plus the
 speedup over eager; a markdown table is printed and written to benchmarks/results/. Inference
@@ -20,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 from typing import Any, Callable
 
 # fresh compile caches for both compilers, so first-call times are cold compiles
@@ -65,12 +71,15 @@ def workloads(device: str) -> list[Workload]:
     def ln_module(dev: str) -> tuple:
         return torch.nn.LayerNorm(cols).to(dev), (mat(dev),), False
 
+    def ln_bf16(dev: str) -> tuple:
+        return torch.nn.LayerNorm(cols).to(dev, torch.bfloat16), (mat(dev).bfloat16(),), False
+
     rb, rs = (16, 128) if gpu else (4, 64)
     gpt_cfg = dict(vocab=512, d=384, heads=6, layers=6, max_seq=256) if gpu else dict(
         vocab=512, d=192, heads=6, layers=2, max_seq=128)
     gb, gs = (8, 256) if gpu else (1, 128)
     mlp_b = 4096 if gpu else 64
-    return [
+    out = [
         Workload(f"sincos 2^{int(math.log2(n))}", "kernel",
                  lambda d: (lambda x: torch.sin(x) + torch.cos(x), (vec(d),), False), 8 * n),
         Workload(f"pointwise chain 2^{int(math.log2(n))}", "kernel", lambda d: (_chain, (vec(d),), False), 8 * n),
@@ -92,6 +101,29 @@ def workloads(device: str) -> list[Workload]:
         Workload("GPT train step", "model",
                  lambda d: (GPT(**gpt_cfg).to(d).train(), (torch.randint(0, 512, (gb, gs), device=d),), True)),
     ]
+    if not gpu:
+        return out
+    out += [
+        Workload(f"softmax {rows}x{cols} bf16", "kernel",
+                 lambda d: (lambda x: torch.softmax(x, -1), (mat(d).bfloat16(),), False), 4 * rows * cols),
+        Workload(f"layernorm {rows}x{cols} bf16", "kernel", ln_bf16, 4 * rows * cols),
+        Workload("GPT eval bf16", "model",
+                 lambda d: (GPT(**gpt_cfg).to(d, torch.bfloat16).eval(),
+                            (torch.randint(0, 512, (gb, gs), device=d),), False)),
+    ]
+    try:
+        import torchvision
+    except ImportError:
+        return out
+    out += [
+        Workload("torchvision resnet18 eval b16 128²", "model",
+                 lambda d: (torchvision.models.resnet18().to(d).eval(),
+                            (torch.randn(16, 3, 128, 128, device=d),), False)),
+        Workload("torchvision resnet18 train step", "model",
+                 lambda d: (torchvision.models.resnet18().to(d).train(),
+                            (torch.randn(16, 3, 128, 128, device=d),), True)),
+    ]
+    return out
 
 
 def _sync(device: str) -> None:
@@ -117,6 +149,33 @@ def _runner(fn: Callable, inputs: tuple, training: bool, module: Any) -> Callabl
     return infer
 
 
+def _time_call(run: Callable[[], Any], device: str) -> float:
+    """Milliseconds of one synchronized call (CUDA events on the GPU)."""
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
+    t = time.perf_counter()
+    run()
+    return (time.perf_counter() - t) * 1e3
+
+
+def back_to_back(run: Callable[[], Any], calls: int = 30) -> float:
+    """Milliseconds per call of ``calls`` GPU calls issued without synchronizing in between."""
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        run()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / calls
+
+
 def measure(variants: list[Callable], inputs: tuple, training: bool, module: Any,
             device: str, iters: int) -> list[tuple[float, float]]:
     """(first call seconds, median ms) per variant; timed calls are interleaved round-robin so
@@ -133,12 +192,11 @@ def measure(variants: list[Callable], inputs: tuple, training: bool, module: Any
     times: list[list[float]] = [[] for _ in runs]
     for _ in range(iters):
         for k, run in enumerate(runs):
-            _sync(device)
-            t = time.perf_counter()
-            run()
-            _sync(device)
-            times[k].append((time.perf_counter() - t) * 1e3)
-    return [(f, statistics.median(ts)) for f, ts in zip(firsts, times)]
+            times[k].append(_time_call(run, device))
+    out = [(f, statistics.median(ts)) for f, ts in zip(firsts, times)]
+    if device == "cuda" and not training:
+        out = [(f, m, back_to_back(run)) for (f, m), run in zip(out, runs)]
+    return out
 
 
 def copy_bandwidth(device: str, n: int) -> float:
@@ -160,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer timed calls")
     ap.add_argument("--only", nargs="*", help="substrings of workload names to run")
     ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds after which no further workload is started")
     args = ap.parse_args(argv)
     import ember
 
@@ -167,16 +227,24 @@ def main(argv: list[str] | None = None) -> int:
     iters = 10 if args.quick else 30
     torch.manual_seed(0)
     rows = []
+    started = time.perf_counter()
     for w in workloads(device):
         if args.only and not any(s in w.name for s in args.only):
             continue
-        obj, inputs, training = w.build(device)
-        module = obj if isinstance(obj, torch.nn.Module) else None
-        variants: list[Callable] = [obj, ember.compile(obj, backend="inductor")]
-        if not args.no_torch_compile:
-            torch._dynamo.reset()
-            variants.append(torch.compile(obj))
-        results = measure(variants, inputs, training, module, device, iters)
+        if args.budget is not None and time.perf_counter() - started > args.budget:
+            print(f"budget of {args.budget:.0f} s spent; skipping {w.name}", flush=True)
+            continue
+        try:
+            obj, inputs, training = w.build(device)
+            module = obj if isinstance(obj, torch.nn.Module) else None
+            variants: list[Callable] = [obj, ember.compile(obj, backend="inductor")]
+            if not args.no_torch_compile:
+                torch._dynamo.reset()
+                variants.append(torch.compile(obj))
+            results = measure(variants, inputs, training, module, device, iters)
+        except Exception:
+            print(f"workload {w.name} failed:\n{traceback.format_exc()}", flush=True)
+            continue
         eager, ours = results[0], results[1]
         theirs = results[2] if len(results) > 2 else None
         rows.append((w, eager, ours, theirs))
@@ -184,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     bw = copy_bandwidth(device, 1 << (26 if device == "cuda" else 22))
     report = _report(rows, device, bw, iters)
     print(report)
-    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    out_dir = os.environ.get("OUT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
     os.makedirs(out_dir, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H%M")
     with open(os.path.join(out_dir, f"{device}_{stamp}{'_quick' if args.quick else ''}.md"), "w") as f:
@@ -195,8 +263,13 @@ def main(argv: list[str] | None = None) -> int:
 def _row(w: Workload, eager: tuple, ours: tuple, theirs: tuple | None) -> str:
     gbs = f", {w.bytes_moved / ours[1] / 1e6:.0f} GB/s" if w.bytes_moved else ""
     tc = f"{theirs[1]:.3f} ({eager[1] / theirs[1]:.2f}x) | {theirs[0]:.1f}" if theirs else "- | -"
-    return (f"| {w.name} | {eager[1]:.3f} | {ours[1]:.3f} ({eager[1] / ours[1]:.2f}x{gbs}) | "
-            f"{ours[0]:.1f} | {tc} |")
+    row = (f"| {w.name} | {eager[1]:.3f} | {ours[1]:.3f} ({eager[1] / ours[1]:.2f}x{gbs}) | "
+           f"{ours[0]:.1f} | {tc} |")
+    if len(ours) > 2:  # back-to-back ms per call on the GPU: eager, ember, torch.compile
+        b2b = [eager[2], ours[2]] + ([theirs[2]] if theirs else [])
+        gb = f" ({w.bytes_moved / ours[2] / 1e6:.0f} GB/s)" if w.bytes_moved else ""
+        row += " " + " / ".join(f"{t:.3f}" for t in b2b) + gb + " |"
+    return row
 
 
 def _geomean(xs: list[float]) -> float:
@@ -210,9 +283,17 @@ def _report(rows: list, device: str, bw: float, iters: int) -> str:
         f"{datetime.date.today()}, torch {torch.__version__}, python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, median of {iters} calls. Copy bandwidth in the same run: {bw:.0f} GB/s.",
         "",
-        "| workload | eager ms | ember ms (x) | ember first call s | torch.compile ms (x) | torch.compile first call s |",
-        "|---|---|---|---|---|---|",
     ]
+    if device == "cuda":
+        import triton
+        head[2] += (f" {torch.cuda.get_device_name()}, CUDA {torch.version.cuda}, triton {triton.__version__};"
+                    " latency per synchronized call with CUDA events; b2b = 30 calls back to back.")
+        head += ["| workload | eager ms | ember ms (x) | ember first call s | torch.compile ms (x) | "
+                 "torch.compile first call s | b2b ms eager / ember / torch.compile |",
+                 "|---|---|---|---|---|---|---|"]
+    else:
+        head += ["| workload | eager ms | ember ms (x) | ember first call s | torch.compile ms (x) | "
+                 "torch.compile first call s |", "|---|---|---|---|---|---|"]
     lines = [_row(*r) for r in rows]
     summary = []
     for kind in ("kernel", "model"):

@@ -36,14 +36,15 @@ class UnsafeCacheDir(RuntimeError):
     """The cache directory is writable by other users."""
 
 
-def cache_dir() -> str:
+def cache_dir(sub: str = "cpp") -> str:
+    """The private cache directory ``$EMBER_CACHE_DIR/<sub>`` (``cpp``, ``triton``, ...)."""
     root = os.environ.get("EMBER_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ember")
     os.makedirs(root, mode=0o700, exist_ok=True)
     _check_private(root)
-    sub = os.path.join(root, "cpp")
-    os.makedirs(sub, mode=0o700, exist_ok=True)
-    _check_private(sub)
-    return sub
+    path = os.path.join(root, sub)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    _check_private(path)
+    return path
 
 
 def _check_private(path: str) -> None:

@@ -67,9 +67,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
         compiled = CompiledGraph(gm, run, run, None)
         compiled.fallback_ops = graph.fallback_ops
         return compiled
-    device = _device_type(example_inputs)
-    kernels = backend_for(device).compile(scheduler)
-    source, env = WrapperCodegen(scheduler, kernels.kernels).generate()
+    device = _device(example_inputs)
+    kernels = backend_for(device.type).compile(scheduler)
+    source, env = WrapperCodegen(scheduler, kernels.kernels, device, kernels.tensor_args).generate()
     for name, _params, fn in kernels.kernels.values():
         env[name] = fn
     code = compile(source, f"<ember_inductor wrapper {debug.graph_hash(gm)}>", "exec")
@@ -86,8 +86,8 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
     return compiled
 
 
-def _device_type(example_inputs: Sequence[Any]) -> str:
+def _device(example_inputs: Sequence[Any]) -> torch.device:
     for x in example_inputs:
         if isinstance(x, torch.Tensor):
-            return x.device.type
-    return "cpu"
+            return x.device
+    return torch.device("cpu")

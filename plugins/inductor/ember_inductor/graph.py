@@ -44,6 +44,7 @@ class GraphLowering:
         self.fallback_ops: list[str] = []
         self._counter = 0
         self._current_node: torch.fx.Node | None = None
+        self.device_type = _graph_device(gm)  # kernels are generated for this device's tensors
 
     # -- buffers -------------------------------------------------------------------------
     def _new_name(self, prefix: str) -> str:
@@ -90,7 +91,7 @@ class GraphLowering:
         args, kwargs = self._map_args(node.args), self._map_args(node.kwargs)
         val = node.meta.get("val")
         lowering = LOWERINGS.get(node.target)
-        if lowering is not None and node.target not in EXTERN_OPS and _lowerable_meta(val):
+        if lowering is not None and node.target not in EXTERN_OPS and self._on_device(node, val):
             try:
                 result = lowering(*args, **kwargs)
                 if _matches(result, val):
@@ -99,6 +100,18 @@ class GraphLowering:
             except Exception as exc:  # NotLowerable, or a lowering bug: aten is always correct
                 log.debug("no lowering for %s: %s: %s", node.target, type(exc).__name__, exc)
         return self._extern(node, args, kwargs, val)
+
+    def _on_device(self, node: torch.fx.Node, val: Any) -> bool:
+        """Are the node's result and its tensor inputs lowerable tensors on the graph's device?"""
+        if not _lowerable_meta(val, self.device_type):
+            return False
+        for a in node.all_input_nodes:
+            t = a.meta.get("val")
+            if t is None and isinstance(self.env.get(a), ir.ConstantBuffer):
+                t = self.env[a].value
+            if isinstance(t, torch.Tensor) and t.device.type != self.device_type:
+                return False
+        return True
 
     def _placeholder(self, node: torch.fx.Node) -> Any:
         val = node.meta.get("val")
@@ -203,9 +216,17 @@ def _is_view_op(node: Any) -> bool:
     return schema is not None and any(r.alias_info is not None for r in schema.returns)
 
 
-def _lowerable_meta(val: Any) -> bool:
+def _graph_device(gm: torch.fx.GraphModule) -> str:
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder" and isinstance(val, torch.Tensor):
+            return val.device.type
+    return "cpu"
+
+
+def _lowerable_meta(val: Any, device_type: str) -> bool:
     leaves = pytree.tree_leaves(val)
-    return bool(leaves) and all(isinstance(v, torch.Tensor) and v.device.type == "cpu"
+    return bool(leaves) and all(isinstance(v, torch.Tensor) and v.device.type == device_type
                                 and not v.dtype.is_complex for v in leaves)
 
 

@@ -1,4 +1,4 @@
-"""The interface between the scheduler and a kernel language (C++/OpenMP now, Triton next).
+"""The interface between the scheduler and a kernel language (C++/OpenMP for CPUs, Triton for GPUs).
 
 A :class:`KernelBackend` turns every fused group of a scheduled graph into a kernel and loads
 them; the wrapper only needs, per group, the kernel's name, the buffers its parameters point to
@@ -7,6 +7,7 @@ them; the wrapper only needs, per group, the kernel's name, the buffers its para
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Callable, Protocol
 
 from ..scheduler import Scheduler
@@ -16,6 +17,7 @@ from ..scheduler import Scheduler
 class CompiledKernels:
     source: str  # the whole generated module, for debugging and caching
     kernels: dict[int, tuple[str, list[str], Callable]]  # id(group) -> (name, param buffers, fn)
+    tensor_args: bool = False  # kernels take tensors (Triton) instead of data pointers (C++)
 
 
 class KernelBackend(Protocol):
@@ -27,6 +29,11 @@ class KernelBackend(Protocol):
 
 
 def backend_for(device_type: str) -> KernelBackend:
+    """Triton for CUDA, C++ for CPU; ``EMBER_INDUCTOR_KERNELS=triton`` picks Triton everywhere
+    (CPU tensors then need ``TRITON_INTERPRET=1``: that is how CI runs the generated kernels)."""
+    if device_type == "cuda" or os.environ.get("EMBER_INDUCTOR_KERNELS") == "triton":
+        from .triton_backend import TritonBackend
+        return TritonBackend()
     if device_type == "cpu":
         from .cpp_backend import CppBackend
         return CppBackend()

@@ -31,12 +31,16 @@ def _check_layout(t: torch.Tensor, size: tuple, stride: tuple, name: str) -> Non
 
 
 class WrapperCodegen:
-    def __init__(self, scheduler: Scheduler, kernels: dict[int, tuple[str, list[str], Callable]]) -> None:
-        """``kernels`` maps id(group) -> (kernel name, buffer names of its parameters, callable)."""
+    def __init__(self, scheduler: Scheduler, kernels: dict[int, tuple[str, list[str], Callable]],
+                 device: torch.device | None = None, tensor_args: bool = False) -> None:
+        """``kernels`` maps id(group) -> (kernel name, buffer names of its parameters, callable);
+        kernels get tensors when ``tensor_args``, else data pointers; buffers live on ``device``."""
         self.s = scheduler
         self.graph = scheduler.graph
         self.kernels = kernels
-        self.globals: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided,
+        self.tensor_args = tensor_args
+        self.alloc_device = "" if device is None or device.type == "cpu" else ", device=device"
+        self.globals: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided, "device": device,
                                         "reinterpret": _reinterpret, "check_layout": _check_layout}
         self.var: dict[str, str] = {}
         self.n_const = 0
@@ -130,11 +134,12 @@ class WrapperCodegen:
                         else:
                             var = f"b{n_var}"
                             n_var += 1
-                            lines.append(f"{var} = empty_strided({key[0]}, {key[1]}, dtype={self._dtype(lay.dtype)})")
+                            lines.append(f"{var} = empty_strided({key[0]}, {key[1]}, dtype={self._dtype(lay.dtype)}"
+                                         f"{self.alloc_device})")
                         self.var[name] = var
                         alloc_key[name] = key
                         live_vars.setdefault(root[name], []).append(var)
-                args = ", ".join(f"{self.var[n]}.data_ptr()" for n in params)
+                args = ", ".join(self.var[n] if self.tensor_args else f"{self.var[n]}.data_ptr()" for n in params)
                 lines.append(f"{kname}({args})")
             else:
                 kernel = g.node.kernel

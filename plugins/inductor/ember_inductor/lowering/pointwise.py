@@ -7,8 +7,8 @@ import torch
 
 from .. import ir
 from ..virtualized import ops
-from .registry import (Kind, NotLowerable, aten, broadcast_shapes, constant_node, is_ir, loader_for,
-                       promote, register)
+from .registry import (Kind, NotLowerable, aten, broadcast_shapes, check_device, constant_node, is_ir,
+                       loader_for, promote, register)
 
 
 def pointwise(fn: Callable, args: list, kind: Kind, compute: torch.dtype | None = None
@@ -190,8 +190,7 @@ def _gelu(x: ir.IRNode, approximate: str = "none") -> ir.Pointwise:
 @register(aten._to_copy.default)
 def _to_copy(x: ir.IRNode, dtype: torch.dtype | None = None, layout: Any = None, device: Any = None,
              pin_memory: Any = None, non_blocking: bool = False, memory_format: Any = None) -> ir.Pointwise:
-    if device is not None and torch.device(device).type != "cpu":
-        raise NotLowerable("device copy")
+    check_device(device)
     dtype = dtype or x.get_dtype()
     load = x.make_loader()
     return ir.Pointwise(x.get_size(), dtype, lambda idx: ops.to_dtype(load(idx), dtype))
@@ -216,8 +215,7 @@ def _fill(x: ir.IRNode, value: Any) -> ir.Pointwise:
 @register(aten.full.default)
 def _full(size: list, fill_value: Any, dtype: torch.dtype | None = None, layout: Any = None,
           device: Any = None, pin_memory: Any = None) -> ir.Pointwise:
-    if device is not None and torch.device(device).type != "cpu":
-        raise NotLowerable("device")
+    check_device(device)
     if dtype is None:
         dtype = torch.get_default_dtype() if isinstance(fill_value, float) else (
             torch.bool if isinstance(fill_value, bool) else torch.int64)

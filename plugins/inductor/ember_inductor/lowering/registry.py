@@ -125,5 +125,11 @@ def canonical_dims(dims: Any, ndim: int) -> list[int]:
     return sorted({d % max(ndim, 1) for d in dims})
 
 
+def check_device(device: Any) -> None:
+    """Creation ops and copies are lowered only onto the device the kernels are generated for."""
+    if device is not None and torch.device(device).type != ir.current_graph().device_type:
+        raise NotLowerable(f"tensor on {device}")
+
+
 def constant_node(value: Any, size: Sequence, dtype: torch.dtype) -> ir.Pointwise:
     return ir.Pointwise(size, dtype, lambda idx: ops.constant(value, dtype))

@@ -1,0 +1,648 @@
+"""Triton kernel generation: one ``@triton.jit`` function per fused group.
+
+Tiling: pointwise kernels run over the flattened outer range in 1-D blocks (``XBLOCK``), or in
+2-D ``YBLOCK x XBLOCK`` tiles when some access is contiguous along another dimension than the
+last (a transpose), so that both the loads and the stores are coalesced. Reductions run
+``XBLOCK`` rows per program; a row is either held whole in registers (persistent: ``RBLOCK`` is
+the row length rounded up to a power of two, every reduction stage reuses the loaded values) or
+walked in ``RBLOCK`` chunks by one loop per stage. Ragged edges are masked. Indices are int32
+when every offset fits, int64 otherwise. Half and bfloat16 values are computed in float32.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Sequence
+
+import sympy
+import torch
+
+from .. import indexing
+from ..indexing import FloorDiv, ModularIndexing
+from ..scheduler import FusedGroup, KernelPlan
+from ..virtualized import set_handler
+
+#: Largest offset for 32-bit index arithmetic (tests lower it to exercise the int64 path).
+INT32_MAX = 2**31 - 1
+#: Rows up to this many elements are reduced whole in registers.
+PERSISTENT_MAX = 4096
+
+TL = {torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
+      torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32",
+      torch.int16: "tl.int16", torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1"}
+#: Pointer types of the kernel signature (for ``triton.compile``).
+SIGNATURE = {torch.float32: "*fp32", torch.float64: "*fp64", torch.float16: "*fp16",
+             torch.bfloat16: "*bf16", torch.int64: "*i64", torch.int32: "*i32", torch.int16: "*i16",
+             torch.int8: "*i8", torch.uint8: "*u8", torch.bool: "*i1"}
+
+XI, YI, RI = indexing.sym("xindex"), indexing.sym("yindex"), indexing.sym("rindex")
+
+_LIBDEVICE_UNARY = "tan asin acos atan sinh cosh tanh asinh acosh atanh expm1 log1p log10 erfc".split()
+_TL_UNARY = {"exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})",
+             "log2": "tl.log2({0})", "sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})",
+             "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})", "abs": "tl.abs({0})",
+             "neg": "(-{0})", "reciprocal": "(1 / {0})", "square": "({0} * {0})",
+             "sigmoid": "(1 / (1 + tl.exp(-{0})))", "bitwise_not": "(~{0})"}
+_BINARY = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
+           "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
+           "bitwise_left_shift": "({0} << {1})", "bitwise_right_shift": "({0} >> {1})",
+           "atan2": "libdevice.atan2({0}, {1})", "copysign": "libdevice.copysign({0}, {1})",
+           "hypot": "libdevice.hypot({0}, {1})"}
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def tl_type(dtype: torch.dtype) -> str:
+    if dtype not in TL:
+        raise NotImplementedError(f"dtype {dtype} in Triton kernels")
+    return TL[dtype]
+
+
+def texpr(e: Any) -> str:
+    """Print a sympy index expression as Triton."""
+    e = sympy.sympify(e)
+    if e.is_Integer:
+        return str(int(e))
+    if e.is_Symbol:
+        return e.name
+    if isinstance(e, FloorDiv):
+        return f"({texpr(e.args[0])} // {texpr(e.args[1])})"
+    if isinstance(e, ModularIndexing):
+        base = texpr(e.args[0]) if e.args[1] == 1 else f"({texpr(e.args[0])} // {texpr(e.args[1])})"
+        return f"({base} % {texpr(e.args[2])})"
+    if e.is_Add:
+        return "(" + " + ".join(texpr(a) for a in e.args) + ")"
+    if e.is_Mul:
+        return "(" + " * ".join(texpr(a) for a in e.args) + ")"
+    raise NotImplementedError(f"index expression {e}")
+
+
+def constant(value: Any, dtype: torch.dtype) -> str:
+    dtype = compute_dtype(dtype)
+    if dtype == torch.bool:
+        v = "1" if value else "0"
+    elif dtype.is_floating_point:
+        f = float(value)
+        v = f'float("{f}")' if not math.isfinite(f) else repr(f)
+    else:
+        v = str(int(value))
+    return f"tl.full([1], {v}, {tl_type(dtype)})"
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchConfig:
+    meta: tuple  # ((name, value), ...) of the block-size constexprs
+    num_warps: int
+    num_stages: int = 1
+
+    def kwargs(self) -> dict:
+        return dict(self.meta)
+
+
+class Scope:
+    def __init__(self, parent: "Scope | None") -> None:
+        self.parent = parent
+        self.lines: list[str] = []
+        self.cache: dict[str, str] = {}
+
+    def lookup(self, key: str) -> str | None:
+        s: Scope | None = self
+        while s is not None:
+            if key in s.cache:
+                return s.cache[key]
+            s = s.parent
+        return None
+
+
+class Reduced:
+    def __init__(self, var: str) -> None:
+        self.var = var
+
+
+class TritonKernel:
+    """Generates the Triton function of one fused group, with its launch configurations."""
+
+    def __init__(self, name: str, group: FusedGroup, stored: set[str], buffers: dict[str, Any]) -> None:
+        self.name = name
+        self.group = group
+        self.plan: KernelPlan = group.plan
+        self.stored = stored
+        self.buffers = buffers
+        self.written = {n.name for n in group.nodes}
+        self.params: dict[str, str] = {}
+        self.dtypes: dict[str, torch.dtype] = {}
+        self.consts: dict[str, Any] = {}
+        self.tmp = 0
+        self.numel = indexing.numel(self.plan.outer)
+        self.rnumel = indexing.numel(self.plan.r)
+        self.is_reduction = any(n.is_reduction for n in group.nodes)
+        self.persistent = self.is_reduction and _pow2(self.rnumel) <= PERSISTENT_MAX
+        self.tiled = not self.is_reduction and self._wants_2d()
+        self.int64 = self._needs_int64()
+        self.has_rmask = self.is_reduction and not (self.persistent and _pow2(self.rnumel) == self.rnumel)
+        self.scope = Scope(None)
+        self.locals: list[dict] = [{}]
+        self.masks: list[str] = []
+        self.indirect: set[str] = set()
+        self.level = "inner" if not self.is_reduction else "outer"
+        self.red_pre: list[str] = []
+        self.red_post: list[str] = []
+        self._subs, self._ranges = self._index_substitution()
+
+    # -- decisions ---------------------------------------------------------------------------
+    def _accesses(self) -> list[Any]:
+        xv = indexing.make_vars("x", len(self.plan.outer))
+        rv = indexing.make_vars("r", len(self.plan.r))
+        out = []
+        for p in self.plan.placements:
+            idx, ridx = p.index_map(xv, rv)
+            sub = dict(zip(p.node.ivars, idx)) | dict(zip(p.node.jvars, ridx))
+            out += [sympy.sympify(e).xreplace(sub) for _, e in p.node.reads + p.node.writes]
+        return out
+
+    def _wants_2d(self) -> bool:
+        outer = self.plan.outer
+        if len(outer) < 2 or int(outer[-1]) < 16 or indexing.numel(outer[:-1]) < 16:
+            return False
+        xv = indexing.make_vars("x", len(outer))
+        ranges = dict(zip(xv, outer))
+        for e in self._accesses():
+            lin = indexing.as_linear(indexing.simplify_index(e, ranges), xv)
+            if lin is not None and lin[1][-1] != 1 and any(s == 1 for s in lin[1][:-1]):
+                return True
+        return False
+
+    def _needs_int64(self) -> bool:
+        extent = self.numel * max(self.rnumel, 1)
+        for name in {n for p in self.plan.placements for n, _ in p.node.reads + p.node.writes}:
+            lay = self.buffers[name].layout
+            extent = max(extent, int(lay.offset) + 1 + sum((int(s) - 1) * abs(int(st))
+                                                           for s, st in zip(lay.size, lay.stride)))
+        return extent > INT32_MAX
+
+    def _index_substitution(self) -> tuple[dict, dict]:
+        outer, r = list(self.plan.outer), list(self.plan.r)
+        xv, rv = indexing.make_vars("x", len(outer)), indexing.make_vars("r", len(r))
+        subs: dict = {}
+        if self.tiled:
+            subs.update(zip(xv[:-1], indexing.delinearize(YI, outer[:-1])))
+            subs[xv[-1]] = XI
+            ranges = {YI: indexing.numel(outer[:-1]), XI: outer[-1]}
+        else:
+            subs.update(zip(xv, indexing.delinearize(XI, outer)))
+            ranges = {XI: self.numel}
+        if r:
+            subs.update(zip(rv, indexing.delinearize(RI, r)))
+            ranges[RI] = self.rnumel
+        return subs, ranges
+
+    def configs(self) -> list[LaunchConfig]:
+        """The launch configurations autotuned on the first run (first = default)."""
+        out: list[LaunchConfig] = []
+        if self.tiled:
+            y, x = _pow2(indexing.numel(self.plan.outer[:-1])), _pow2(self.plan.outer[-1])
+            for yb, xb, w in [(32, 32, 4), (64, 64, 8), (16, 64, 4), (64, 16, 4)]:
+                out.append(LaunchConfig((("YBLOCK", min(yb, y)), ("XBLOCK", min(xb, x))), w))
+        elif not self.is_reduction:
+            n = _pow2(self.numel)
+            for xb, w in [(1024, 4), (2048, 8), (512, 4), (256, 2)]:
+                xb = min(xb, n)
+                out.append(LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128))))
+        elif self.persistent:
+            rb, n = _pow2(self.rnumel), _pow2(self.numel)
+            for xb in (1, 2, 4, 8, 16, 32, 64):
+                xb = min(xb, n)
+                if xb * rb > 8192 or (xb * rb < 256 and xb < n):
+                    continue
+                w = max(1, min(16, xb * rb // 256))
+                out += [LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), w)]
+                if w <= 8:
+                    out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), w * 2))
+            out = out or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
+        else:
+            rb, n = _pow2(self.rnumel), _pow2(self.numel)
+            for xb, r, w in [(1, 2048, 8), (8, 512, 8), (1, 4096, 16), (64, 64, 8), (32, 16, 4)]:
+                out.append(LaunchConfig((("XBLOCK", min(xb, n)), ("RBLOCK", min(r, rb))), w, 2))
+        return list(dict.fromkeys(out))
+
+    def grid(self, cfg: LaunchConfig) -> tuple[int, int, int]:
+        meta = cfg.kwargs()
+        if self.tiled:
+            y = indexing.numel(self.plan.outer[:-1])
+            return (-(-y // meta["YBLOCK"]), -(-int(self.plan.outer[-1]) // meta["XBLOCK"]), 1)
+        return (-(-self.numel // meta["XBLOCK"]), 1, 1)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def new_var(self, prefix: str = "tmp") -> str:
+        self.tmp += 1
+        return f"{prefix}{self.tmp}"
+
+    def cse(self, expr: str, dtype: torch.dtype) -> str:
+        hit = self.scope.lookup(expr)
+        if hit is not None:
+            return hit
+        var = self.new_var()
+        self.scope.lines.append(f"{var} = {expr}")
+        self.scope.cache[expr] = var
+        self.dtypes[var] = dtype
+        return var
+
+    def param(self, name: str) -> str:
+        if name not in self.params:
+            prefix = "out_ptr" if name in self.written else "in_ptr"
+            self.params[name] = f"{prefix}{len(self.params)}"
+        return self.params[name]
+
+    def index(self, expr: Any) -> sympy.Expr:
+        e = sympy.sympify(expr).xreplace(self._subs)
+        return indexing.simplify_index(e, self._ranges)
+
+    def _level_mask(self) -> list[str]:
+        if not self.is_reduction:
+            return ["ymask", "xmask"] if self.tiled else ["xmask"]
+        if self.level == "outer":
+            return ["xmask"]
+        return ["xmask", "rmask"] if self.has_rmask else ["xmask"]
+
+    def _level_zeros(self) -> str:
+        if self.tiled:
+            return "tl.zeros([YBLOCK, XBLOCK], tl.int32)"
+        if not self.is_reduction:
+            return "tl.zeros([XBLOCK], tl.int32)"
+        return "tl.zeros([XBLOCK, 1], tl.int32)" if self.level == "outer" else \
+            "tl.zeros([XBLOCK, RBLOCK], tl.int32)"
+
+    def _mask_and_index(self, e: sympy.Expr, extra: Sequence[str], store: bool = False
+                        ) -> tuple[str | None, str]:
+        """Mask and index expression of an access; a store always gets a block of pointers."""
+        names = {s.name for s in e.free_symbols}
+        parts: list[str] = []
+        if "yindex" in names:
+            parts.append("ymask")
+        if "xindex" in names:
+            parts.append("xmask")
+        if "rindex" in names and self.has_rmask:
+            parts.append("rmask")
+        if names & self.indirect:
+            parts += self._level_mask()
+        parts += list(extra)
+        idx = texpr(e)
+        if (parts or store) and not names & ({"xindex", "yindex", "rindex"} | self.indirect):
+            idx = f"{idx} + {self._level_zeros()}"
+            parts += self._level_mask()
+        parts = list(dict.fromkeys(parts))
+        return (" & ".join(parts) if parts else None), idx
+
+    def find_local(self, key: tuple) -> str | None:
+        for d in reversed(self.locals):
+            if key in d:
+                return d[key]
+        return None
+
+    def _dtype(self, v: str) -> torch.dtype:
+        return self.dtypes.get(v, torch.float32)
+
+    # -- the ops handler ---------------------------------------------------------------------
+    def load(self, name: str, index: Any) -> str:
+        e = self.index(index)
+        local = self.find_local((name, texpr(e)))
+        if local is not None:
+            return local
+        dtype = self.buffers[name].get_dtype()
+        mask, idx = self._mask_and_index(e, self.masks)
+        ptr = self.param(name)
+        ref = f"tl.load({ptr} + ({idx}), {mask}, other=0)" if mask else f"tl.load({ptr} + ({idx}))"
+        v = self.cse(ref, dtype)
+        if compute_dtype(dtype) != dtype:
+            v = self.cse(f"{v}.to(tl.float32)", torch.float32)
+        return v
+
+    def store(self, name: str, index: Any, value: str) -> None:
+        e = self.index(index)
+        self.locals[-1][(name, texpr(e))] = value
+        if name in self.stored:
+            self._emit_store(name, e, value)
+
+    def _emit_store(self, name: str, e: sympy.Expr, value: str) -> None:
+        mask, idx = self._mask_and_index(e, [], store=True)
+        dt = tl_type(self.buffers[name].get_dtype())
+        m = f", {mask}" if mask else ""
+        self.scope.lines.append(f"tl.store({self.param(name)} + ({idx}), {value}.to({dt}){m})")
+
+    def constant(self, value: Any, dtype: torch.dtype) -> str:
+        var = self.cse(constant(value, dtype), compute_dtype(dtype))
+        self.consts[var] = value
+        return var
+
+    def index_expr(self, expr: Any, dtype: torch.dtype) -> str:
+        e = self.index(expr)
+        if not e.free_symbols:
+            return self.constant(int(e), dtype)
+        return self.cse(f"({texpr(e)}).to({tl_type(compute_dtype(dtype))})", compute_dtype(dtype))
+
+    def to_dtype(self, x: str, dtype: torch.dtype) -> str:
+        if dtype == torch.bool:
+            return self.cse(f"({x} != 0)", torch.bool)
+        if dtype in (torch.float16, torch.bfloat16):
+            return self.cse(f"{x}.to({tl_type(dtype)}).to(tl.float32)", torch.float32)
+        return self.cse(f"{x}.to({tl_type(dtype)})", dtype)
+
+    def where(self, cond: str, a: str, b: str) -> str:
+        return self.cse(f"tl.where({cond}, {a}, {b})", self._dtype(a))
+
+    def masked(self, mask: str, body: Any, other: Any) -> str:
+        outer = self.scope
+        self.scope = Scope(outer)
+        self.locals.append({})
+        self.masks.append(mask)
+        try:
+            value = body()
+            lines = self.scope.lines
+        finally:
+            self.scope = outer
+            self.locals.pop()
+            self.masks.pop()
+        self.scope.lines += lines
+        dtype = self._dtype(value)
+        other_v = self.constant(other, dtype)
+        return self.cse(f"tl.where({mask}, {value}, {other_v})", dtype)
+
+    def indirect_indexing(self, value: str, size: Any) -> sympy.Symbol:
+        var = self.new_var("ind")
+        self.scope.lines.append(f"{var} = {value}.to(tl.int64)")
+        self.scope.lines.append(f"{var} = tl.where({var} < 0, {var} + {int(size)}, {var})")
+        self.indirect.add(var)
+        return sympy.Symbol(var, integer=True)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _COMPARE:
+            return lambda a, b: self.cse(f"({a} {_COMPARE[name]} {b})", torch.bool)
+        if name in _BINARY or name in _TL_UNARY or name in _LIBDEVICE_UNARY:
+            return lambda *args: self._simple(name, args)
+        raise AttributeError(name)
+
+    def _simple(self, name: str, args: Sequence[str]) -> str:
+        if name in _LIBDEVICE_UNARY:
+            return self.cse(f"libdevice.{name}({args[0]})", self._dtype(args[0]))
+        template = _BINARY.get(name) or _TL_UNARY[name]
+        return self.cse(template.format(*args), self._dtype(args[0]))
+
+    def _is_float(self, v: str) -> bool:
+        return self._dtype(v).is_floating_point
+
+    def isnan(self, a: str) -> str:
+        return self.cse(f"({a} != {a})", torch.bool)
+
+    def isinf(self, a: str) -> str:
+        if not self._is_float(a):
+            return self.cse(f"({a} != {a})", torch.bool)
+        return self.cse(f'(tl.abs({a}) == float("inf"))', torch.bool)
+
+    def logical_not(self, a: str) -> str:
+        return self.cse(f"({a} == 0)", torch.bool)
+
+    def _logical(self, a: str, b: str, op: str) -> str:
+        a = a if self._dtype(a) == torch.bool else self.to_dtype(a, torch.bool)
+        b = b if self._dtype(b) == torch.bool else self.to_dtype(b, torch.bool)
+        return self.cse(f"({a} {op} {b})", torch.bool)
+
+    def logical_and(self, a: str, b: str) -> str:
+        return self._logical(a, b, "&")
+
+    def logical_or(self, a: str, b: str) -> str:
+        return self._logical(a, b, "|")
+
+    def logical_xor(self, a: str, b: str) -> str:
+        return self._logical(a, b, "^")
+
+    def relu(self, a: str) -> str:
+        return self.cse(f"tl.where({a} < 0, 0, {a})", self._dtype(a))
+
+    def maximum(self, a: str, b: str) -> str:
+        if self._is_float(a):
+            return self.cse(f"tl.where(({a} > {b}) | ({a} != {a}), {a}, {b})", self._dtype(a))
+        return self.cse(f"tl.maximum({a}, {b})", self._dtype(a))
+
+    def minimum(self, a: str, b: str) -> str:
+        if self._is_float(a):
+            return self.cse(f"tl.where(({a} < {b}) | ({a} != {a}), {a}, {b})", self._dtype(a))
+        return self.cse(f"tl.minimum({a}, {b})", self._dtype(a))
+
+    def sign(self, a: str) -> str:
+        dt = self._dtype(a)
+        t = tl_type(dt)
+        s = self.cse(f"(({a} > 0).to({t}) - ({a} < 0).to({t}))", dt)
+        return self.cse(f"tl.where({a} != {a}, {a}, {s})", dt) if dt.is_floating_point else s
+
+    def _rounding(self, a: str, fn: str) -> str:
+        return self.cse(f"{fn}({a})", self._dtype(a)) if self._is_float(a) else a
+
+    def floor(self, a: str) -> str:
+        return self._rounding(a, "tl.floor")
+
+    def ceil(self, a: str) -> str:
+        return self._rounding(a, "tl.ceil")
+
+    def trunc(self, a: str) -> str:
+        return self._rounding(a, "libdevice.trunc")
+
+    def round(self, a: str) -> str:
+        return self._rounding(a, "libdevice.nearbyint")
+
+    def truncdiv(self, a: str, b: str) -> str:
+        if self._is_float(a):
+            return self.cse(f"libdevice.trunc({a} / {b})", self._dtype(a))
+        return self.cse(f"({a} // {b})", self._dtype(a))
+
+    def floordiv(self, a: str, b: str) -> str:
+        dt = self._dtype(a)
+        if dt.is_floating_point:
+            return self.cse(f"tl.floor({a} / {b})", dt)
+        q, r = self.cse(f"({a} // {b})", dt), self.cse(f"({a} % {b})", dt)
+        return self.cse(f"tl.where(({r} != 0) & (({a} < 0) != ({b} < 0)), {q} - 1, {q})", dt)
+
+    def fmod(self, a: str, b: str) -> str:
+        if self._is_float(a):
+            return self.cse(f"libdevice.fmod({a}, {b})", self._dtype(a))
+        return self.cse(f"({a} % {b})", self._dtype(a))
+
+    def remainder(self, a: str, b: str) -> str:
+        dt = self._dtype(a)
+        r = self.fmod(a, b)
+        return self.cse(f"tl.where(({r} != 0) & (({r} < 0) != ({b} < 0)), {r} + {b}, {r})", dt)
+
+    def pow(self, a: str, b: str) -> str:
+        dt = self._dtype(a)
+        if not dt.is_floating_point:
+            raise NotImplementedError("integer pow in Triton kernels")
+        exponent = self.consts.get(b)
+        if exponent == 2:
+            return self.cse(f"({a} * {a})", dt)
+        if exponent == 0.5:
+            return self.cse(f"tl.sqrt({a})", dt)
+        return self.cse(f"libdevice.pow({a}, {b})", dt)
+
+    # -- reductions --------------------------------------------------------------------------
+    def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, rtype: str, value: Any) -> Reduced:
+        acc_t = compute_dtype(src_dtype)
+        if rtype in ("argmax", "argmin"):
+            return self._arg_reduction(rtype, acc_t, value)
+        ident = _identity(rtype, acc_t)
+        if self.persistent:
+            block = self._block(value, ident, acc_t)
+            return Reduced(self.cse(_final(rtype, block), acc_t if rtype not in ("any", "all") else torch.bool))
+        acc = self.new_var("acc")
+        self.red_pre.append(f"{acc} = tl.full([XBLOCK, RBLOCK], {_literal(ident, acc_t)}, {tl_type(acc_t)})")
+        step = {"sum": f"{acc} + {value}", "prod": f"{acc} * {value}", "max": f"_max_combine({acc}, {value})",
+                "min": f"_min_combine({acc}, {value})", "any": f"{acc} | {value}",
+                "all": f"{acc} & {value}"}[rtype]
+        self.scope.lines.append(f"{acc} = tl.where(rmask, {step}, {acc})" if self.has_rmask
+                                else f"{acc} = {step}")
+        res = self.new_var("red")
+        self.red_post.append(f"{res} = {_final(rtype, acc)}")
+        self.dtypes[res] = acc_t if rtype not in ("any", "all") else torch.bool
+        return Reduced(res)
+
+    def _block(self, v: str, ident: Any, dtype: torch.dtype) -> str:
+        if self.has_rmask:
+            v = self.cse(f"tl.where(rmask, {v}, {_literal(ident, dtype)})", dtype)
+        return self.cse(f"tl.broadcast_to({v}, [XBLOCK, RBLOCK])", dtype)
+
+    def _arg_reduction(self, rtype: str, acc_t: torch.dtype, value: Any) -> Reduced:
+        v, i = value
+        combine = f"_{rtype}_combine"
+        ident = _identity("max" if rtype == "argmax" else "min", acc_t)
+        big = 2**63 - 1
+        res = self.new_var("red")
+        self.dtypes[res] = torch.int64
+        if self.persistent:
+            vb = self._block(v, ident, acc_t)
+            ib = self._block(i, big, torch.int64)
+            self.scope.lines.append(f"_, {res} = tl.reduce(({vb}, {ib}), 1, {combine}, keep_dims=True)")
+            return Reduced(res)
+        av, ai = self.new_var("accv"), self.new_var("acci")
+        self.red_pre += [f"{av} = tl.full([XBLOCK, RBLOCK], {_literal(ident, acc_t)}, {tl_type(acc_t)})",
+                         f"{ai} = tl.full([XBLOCK, RBLOCK], {big}, tl.int64)"]
+        nv, ni = self.new_var("nv"), self.new_var("ni")
+        self.scope.lines.append(f"{nv}, {ni} = {combine}({av}, {ai}, {v}, {i})")
+        self.scope.lines += [f"{av} = tl.where(rmask, {nv}, {av})", f"{ai} = tl.where(rmask, {ni}, {ai})"]
+        self.red_post.append(f"_, {res} = tl.reduce(({av}, {ai}), 1, {combine}, keep_dims=True)")
+        return Reduced(res)
+
+    def store_reduction(self, name: str, index: Any, value: Reduced) -> None:
+        e = self.index(index)
+        self.locals[0][(name, texpr(e))] = value.var
+        if name in self.stored:
+            level, self.level = self.level, "outer"
+            mask, idx = self._mask_and_index(e, [], store=True)
+            self.level = level
+            dt = tl_type(self.buffers[name].get_dtype())
+            m = f", {mask}" if mask else ""
+            line = f"tl.store({self.param(name)} + ({idx}), {value.var}.to({dt}){m})"
+            (self.scope.lines if self.persistent else self.red_post).append(line)
+
+    # -- kernel body -------------------------------------------------------------------------
+    def _run_nodes(self, placements: Sequence) -> None:
+        xv = indexing.make_vars("x", len(self.plan.outer))
+        rv = indexing.make_vars("r", len(self.plan.r))
+        for p in placements:
+            idx, ridx = p.index_map(xv, rv)
+            p.node.body(idx, ridx)
+
+    def _looped_stage(self, placements: Sequence, barrier: bool) -> None:
+        outer = self.scope
+        self.scope = Scope(outer)
+        self.locals.append({})
+        self.red_pre, self.red_post = [], []
+        self._run_nodes(placements)
+        body, self.scope = self.scope.lines, outer
+        self.locals.pop()
+        head = ["rindex = roffset + rbase"] + (["rmask = rindex < rnumel"] if self.has_rmask else [])
+        lines = (["tl.debug_barrier()"] if barrier else []) + self.red_pre
+        lines += ["for roffset in range(0, rnumel, RBLOCK):"] + [f"    {l}" for l in head + body]
+        self.scope.lines += lines + self.red_post
+
+    def _header(self) -> list[str]:
+        pid = "tl.program_id({})" + (".to(tl.int64)" if self.int64 else "")
+        cast = ".to(tl.int64)" if self.int64 else ""
+        if self.tiled:
+            return [f"ynumel = {indexing.numel(self.plan.outer[:-1])}", f"xnumel = {int(self.plan.outer[-1])}",
+                    f"yindex = {pid.format(0)} * YBLOCK + tl.arange(0, YBLOCK)[:, None]{cast}",
+                    "ymask = yindex < ynumel",
+                    f"xindex = {pid.format(1)} * XBLOCK + tl.arange(0, XBLOCK)[None, :]{cast}",
+                    "xmask = xindex < xnumel"]
+        if not self.is_reduction:
+            return [f"xnumel = {self.numel}",
+                    f"xindex = {pid.format(0)} * XBLOCK + tl.arange(0, XBLOCK){cast}",
+                    "xmask = xindex < xnumel"]
+        lines = [f"xnumel = {self.numel}", f"rnumel = {self.rnumel}",
+                 f"xindex = {pid.format(0)} * XBLOCK + tl.arange(0, XBLOCK)[:, None]{cast}",
+                 "xmask = xindex < xnumel", f"rbase = tl.arange(0, RBLOCK)[None, :]{cast}"]
+        if self.persistent:
+            lines.append("rindex = rbase")
+            if self.has_rmask:
+                lines.append("rmask = rindex < rnumel")
+        return lines
+
+    def generate(self) -> str:
+        """The kernel's ``@triton.jit`` function (to be appended to the prelude)."""
+        with set_handler(self):
+            if not self.is_reduction:
+                self._run_nodes(self.plan.stages[0][1])
+            else:
+                reread = self.stored & {n for p in self.plan.placements for n in p.node.read_names}
+                looped = 0
+                for level, placements in self.plan.stages:
+                    self.level = level
+                    if level == "outer" or self.persistent:
+                        self._run_nodes(placements)
+                    else:
+                        self._looped_stage(placements, barrier=looped > 0 and bool(reread))
+                        looped += 1
+        meta = [name for name, _ in self.configs()[0].meta]
+        args = [self.params[n] for n in self.params] + [f"{m}: tl.constexpr" for m in meta]
+        body = self._header() + self.scope.lines
+        return "\n".join(["@triton.jit", f"def {self.name}({', '.join(args)}):"] + [f"    {l}" for l in body]) + "\n"
+
+    def signature(self) -> dict[str, str]:
+        """Argument types for ``triton.compile`` (pointers only; block sizes are constexprs)."""
+        sig = {self.params[n]: SIGNATURE[self.buffers[n].get_dtype()] for n in self.params}
+        for name, _ in self.configs()[0].meta:
+            sig[name] = "constexpr"
+        return sig
+
+
+def _identity(rtype: str, dtype: torch.dtype) -> Any:
+    if rtype in ("sum", "any"):
+        return 0
+    if rtype in ("prod", "all"):
+        return 1
+    if dtype.is_floating_point:
+        return float("-inf") if rtype == "max" else float("inf")
+    if dtype == torch.bool:
+        return 0 if rtype == "max" else 1
+    info = torch.iinfo(dtype)
+    return info.min if rtype == "max" else info.max
+
+
+def _literal(value: Any, dtype: torch.dtype) -> str:
+    if dtype.is_floating_point:
+        f = float(value)
+        return f'float("{f}")' if not math.isfinite(f) else repr(f)
+    return str(int(value))
+
+
+def _final(rtype: str, block: str) -> str:
+    return {"sum": f"tl.sum({block}, 1, keep_dims=True)",
+            "prod": f"tl.reduce({block}, 1, _prod_combine, keep_dims=True)",
+            "max": f"tl.reduce({block}, 1, _max_combine, keep_dims=True)",
+            "min": f"tl.reduce({block}, 1, _min_combine, keep_dims=True)",
+            "any": f"(tl.max({block}.to(tl.int8), 1, keep_dims=True) != 0)",
+            "all": f"(tl.min({block}.to(tl.int8), 1, keep_dims=True) != 0)"}[rtype]

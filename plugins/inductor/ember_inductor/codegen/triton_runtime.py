@@ -1,0 +1,223 @@
+"""Loading, compiling, autotuning and launching generated Triton kernels.
+
+Each kernel's source is written to ``$EMBER_CACHE_DIR/triton/<hash>.py`` (atomic rename, same
+private-directory rules as the C++ cache) and imported, so ``triton.jit`` sees a real file. On a
+GPU every launch configuration is compiled up front with ``triton.compile`` (kernels and
+configurations in parallel on a thread pool; Triton keeps the binaries in its own cache, placed
+under the ember cache unless ``TRITON_CACHE_DIR`` is set). The first call times every
+configuration on the real inputs and stores the winner next to the source
+(``<hash>.<device>.json``), so a second process compiles and runs only that one. Later calls go
+straight to the compiled kernel's launcher with a precomputed grid. Under ``TRITON_INTERPRET=1``
+kernels run through Triton's interpreter with their first configuration.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import sys
+import tempfile
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .. import cache
+from .triton import LaunchConfig
+from .triton_device import interpreting
+
+log = logging.getLogger("ember.inductor")
+
+#: Timed launches per configuration when autotuning.
+AUTOTUNE_REPS = 10
+
+
+def kernel_dir() -> str:
+    directory = cache.cache_dir("triton")
+    os.environ.setdefault("TRITON_CACHE_DIR", cache.cache_dir("triton_bin"))
+    return directory
+
+
+def source_key(source: str) -> str:
+    import triton
+    return hashlib.sha256(f"{source}\0{triton.__version__}\0{torch.__version__}".encode()).hexdigest()[:40]
+
+
+def _atomic_write(path: str, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def load_kernel(source: str, fn_name: str) -> tuple[Any, str]:
+    """Write ``source`` to the cache (once) and import it; returns (jit function, cache key)."""
+    key = source_key(source)
+    path = os.path.join(kernel_dir(), f"{key}.py")
+    if not os.path.exists(path):
+        _atomic_write(path, source)
+    mod_name = f"ember_triton_{key}"
+    module = sys.modules.get(mod_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[mod_name] = module
+    return getattr(module, fn_name), key
+
+
+def compile_config(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any) -> Any:
+    """``triton.compile`` of one configuration, pointers assumed 16-byte aligned."""
+    import triton
+    from triton.compiler import ASTSource
+    pointers = [i for i, t in enumerate(signature.values()) if t.startswith("*")]
+    attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
+    src = ASTSource(fn, signature, constexprs=cfg.kwargs(), attrs=attrs)
+    return triton.compile(src, target=target,
+                          options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+
+
+class TritonLauncher:
+    """Callable running one generated kernel on tensors (positional, in parameter order)."""
+
+    def __init__(self, fn: Any, key: str, signature: dict[str, str], configs: list[LaunchConfig],
+                 grids: list[tuple], unaligned_ok: Sequence[bool]) -> None:
+        self.fn = fn
+        self.key = key
+        self.signature = signature
+        self.configs = configs
+        self.grids = grids
+        self.check = tuple(i for i, ok in enumerate(unaligned_ok) if not ok)
+        self.binaries: dict[int, Any] = {}
+        self.choice: int | None = None
+        self._launch: Callable | None = None
+        self._stream: Callable | None = None
+
+    # -- compilation -------------------------------------------------------------------------
+    def _tuning_path(self) -> str:
+        dev = torch.cuda.get_device_name().replace(" ", "_").replace("/", "_")
+        return os.path.join(kernel_dir(), f"{self.key}.{dev}.json")
+
+    def pending_compiles(self) -> list[int]:
+        """Configuration indices to compile: the cached choice alone when there is one."""
+        try:
+            with open(self._tuning_path()) as f:
+                saved = json.load(f)
+            idx = [i for i, c in enumerate(self.configs) if list(map(list, c.meta)) == saved["meta"]
+                   and c.num_warps == saved["num_warps"] and c.num_stages == saved["num_stages"]]
+            if idx:
+                self.choice = idx[0]
+                return idx
+        except (OSError, ValueError, KeyError):
+            pass
+        return list(range(len(self.configs)))
+
+    def compiled(self, index: int, binary: Any) -> None:
+        self.binaries[index] = binary
+
+    # -- launching ---------------------------------------------------------------------------
+    def __call__(self, *args: torch.Tensor) -> None:
+        if self._launch is not None:
+            for i in self.check:
+                if args[i].data_ptr() & 15:
+                    return self._generic(args)
+            return self._launch(*args)
+        if interpreting():
+            cfg = self.configs[0]
+            self.fn[self.grids[0]](*args, **cfg.kwargs())
+            return None
+        self._first_call(args)
+        return None
+
+    def _generic(self, args: Sequence[torch.Tensor]) -> None:
+        """Through ``JITFunction`` (any alignment), with the chosen configuration."""
+        cfg = self.configs[self.choice or 0]
+        self.fn[self.grids[self.choice or 0]](*args, **cfg.kwargs(), num_warps=cfg.num_warps,
+                                               num_stages=cfg.num_stages)
+
+    def _first_call(self, args: Sequence[torch.Tensor]) -> None:
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        device = torch.cuda.current_device()
+        self._stream = (lambda: raw(device)) if raw is not None else (
+            lambda: torch.cuda.current_stream(device).cuda_stream)
+        if any(args[i].data_ptr() & 15 for i in self.check):
+            self.choice = self.choice or 0
+            return self._generic(args)
+        if self.choice is None:
+            self.choice = self._autotune(args)
+        self._launch = self._make_launch(self.choice)
+        self._launch(*args)
+        return None
+
+    def _make_launch(self, index: int) -> Callable:
+        binary = self.binaries[index]
+        run, function, packed = binary.run, binary.function, binary.packed_metadata
+        gx, gy, gz = self.grids[index]
+        stream = self._stream
+        assert stream is not None
+
+        def launch(*args: torch.Tensor) -> None:
+            run(gx, gy, gz, stream(), function, packed, None, None, None, *args)
+        return launch
+
+    def _autotune(self, args: Sequence[torch.Tensor]) -> int:
+        usable = sorted(self.binaries)
+        if len(usable) == 1:
+            best = usable[0]
+        else:
+            timings = {}
+            for i in usable:
+                try:
+                    timings[i] = self._time(self._make_launch(i), args)
+                except Exception as exc:  # e.g. out of shared memory / registers on this device
+                    log.debug("triton config %s failed: %s", self.configs[i], exc)
+            if not timings:
+                raise RuntimeError(f"no launch configuration of kernel {self.key} runs on this device")
+            best = min(timings, key=timings.__getitem__)
+        cfg = self.configs[best]
+        try:
+            _atomic_write(self._tuning_path(), json.dumps(
+                {"meta": list(map(list, cfg.meta)), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}))
+        except OSError as exc:
+            log.debug("could not save the autotuning choice: %s", exc)
+        return best
+
+    @staticmethod
+    def _time(launch: Callable, args: Sequence[torch.Tensor]) -> float:
+        launch(*args)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(AUTOTUNE_REPS):
+            launch(*args)
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
+
+
+def compile_all(launchers: list[TritonLauncher]) -> None:
+    """Compile every pending configuration of every kernel, in parallel."""
+    if interpreting() or not launchers:
+        return
+    from triton.runtime import driver
+    target = driver.active.get_current_target()
+    jobs = [(ln, i) for ln in launchers for i in ln.pending_compiles()]
+    workers = max(1, min(len(jobs), os.cpu_count() or 1, 16))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        futures = {pool.submit(compile_config, ln.fn, ln.signature, ln.configs[i], target): (ln, i)
+                   for ln, i in jobs}
+        errors = []
+        for fut in concurrent.futures.as_completed(futures):
+            ln, i = futures[fut]
+            try:
+                ln.compiled(i, fut.result())
+            except Exception as exc:
+                errors.append((ln, i, exc))
+    for ln, i, exc in errors:
+        log.debug("triton config %s of %s did not compile: %s", ln.configs[i], ln.key, exc)
+    for ln in launchers:
+        if not ln.binaries:
+            raise RuntimeError(f"Triton kernel {ln.key} did not compile: {errors[-1][2]}")

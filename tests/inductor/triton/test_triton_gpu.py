@@ -1,0 +1,90 @@
+"""On a CUDA GPU: the shared cases, the model corpus (forward and backward) and the kernel caches
+with real Triton kernels, against eager. Skipped without CUDA."""
+from __future__ import annotations
+
+import copy
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+pytest.importorskip("triton", reason="triton is not installed")
+
+from benchmarks.models import GPT, ResNet18, TinyMLP  # noqa: E402
+from triton_cases import case_ids, get, inputs_on  # noqa: E402
+from triton_checks import check  # noqa: E402
+
+if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    pytest.skip("the GPU tests need TRITON_INTERPRET unset", allow_module_level=True)
+
+
+@pytest.mark.parametrize("case_id", case_ids())
+def test_case_on_cuda(case_id: str) -> None:
+    _, fn, make = get(case_id)
+    check(fn, *inputs_on(make, "cuda"))
+
+
+def test_unaligned_input_takes_the_generic_launch() -> None:
+    base = torch.randn(1025, device="cuda")
+    compiled = check(lambda x: x.sin() * 2, base[:1024])
+    x = base[1:]
+    torch.testing.assert_close(compiled(x), x.sin() * 2)
+
+
+def _train_step(model: torch.nn.Module, x: torch.Tensor) -> tuple:
+    model.zero_grad()
+    out = model(x)
+    out.float().pow(2).mean().backward()
+    return out.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("model_fn,make_input", [
+    (lambda: ResNet18(num_classes=10, width=16), lambda: torch.randn(4, 3, 32, 32, device="cuda")),
+    (lambda: GPT(vocab=128, d=64, heads=4, layers=2, max_seq=32),
+     lambda: torch.randint(0, 128, (2, 32), device="cuda")),
+    (lambda: TinyMLP(), lambda: torch.randn(1, 64, device="cuda")),
+], ids=["resnet18", "gpt", "tiny_mlp"])
+def test_model_forward_and_backward(model_fn, make_input) -> None:
+    ember = pytest.importorskip("ember")
+    torch.manual_seed(0)
+    model = model_fn().cuda()
+    ref = copy.deepcopy(model)
+    compiled = ember.compile(model, backend="inductor")
+    model.eval()
+    ref.eval()
+    with torch.no_grad():
+        for _ in range(2):
+            x = make_input()
+            torch.testing.assert_close(compiled(x), ref(x), rtol=1e-3, atol=1e-3)
+    model.train()
+    ref.train()
+    for _ in range(2):
+        x = make_input()
+        out, grads = _train_step(compiled, x)
+        ref_out, ref_grads = _train_step(ref, x)
+        torch.testing.assert_close(out, ref_out, rtol=1e-3, atol=1e-3)
+        for g, w in zip(grads, ref_grads):
+            assert (g - w).abs().max().item() <= 1e-2 * (w.abs().max().item() + 1e-6)
+
+
+_SECOND_PROCESS = """
+import torch
+from ember_inductor.backend import compile_inference
+x = torch.randn(4096, 1000, device="cuda")
+f = compile_inference(lambda x: torch.softmax(x, -1) * 2, [x])
+torch.testing.assert_close(f(x), torch.softmax(x, -1) * 2)
+"""
+
+
+def test_second_process_reuses_sources_and_autotuning(tmp_path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_CACHE_DIR"}
+    env["EMBER_CACHE_DIR"] = str(tmp_path)
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", _SECOND_PROCESS], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert glob.glob(str(tmp_path / "triton" / "*.py"))
+        assert glob.glob(str(tmp_path / "triton" / "*.json"))
