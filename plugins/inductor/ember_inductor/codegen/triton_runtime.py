@@ -158,9 +158,10 @@ class TritonLauncher:
         gx, gy, gz = self.grids[index]
         stream = self._stream
         assert stream is not None
+        constexprs = tuple(value for _, value in self.configs[index].meta)  # the launcher takes them too
 
         def launch(*args: torch.Tensor) -> None:
-            run(gx, gy, gz, stream(), function, packed, None, None, None, *args)
+            run(gx, gy, gz, stream(), function, packed, None, None, None, *args, *constexprs)
         return launch
 
     def _autotune(self, args: Sequence[torch.Tensor]) -> int:
