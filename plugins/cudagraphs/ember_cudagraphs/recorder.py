@@ -85,11 +85,21 @@ class CudaRecorder:
 
 
 def _end_failed(graph: torch.cuda.CUDAGraph) -> None:
-    """End a capture whose body raised (that exception is the one reported)."""
+    """End a capture whose body raised (that exception is the one reported).
+
+    When the capture was invalidated, ``capture_end`` raises before the CUDA generator leaves
+    capture mode, and every later random op would fail ("Offset increment outside graph
+    capture"). An empty capture on the same stream runs the generator's epilogue and resets it.
+    """
     try:
         graph.capture_end()
     except Exception:
-        pass
+        try:
+            empty = torch.cuda.CUDAGraph()
+            empty.capture_begin(capture_error_mode="thread_local")
+            empty.capture_end()
+        except Exception:
+            pass
 
 
 def _clear_error(device: torch.device) -> None:

@@ -35,7 +35,9 @@ def _exact_convolutions():
 @pytest.mark.parametrize("case_id", case_ids())
 def test_case_on_cuda(case_id: str) -> None:
     _, fn, make = get(case_id)
-    check(fn, *inputs_on(make, "cuda"))
+    # x[i] = float("nan") on a CUDA tensor copies a CPU scalar constant to the device: that copy
+    # stays an aten call (lift_fresh_copy + copy), the rest is lowered.
+    check(fn, *inputs_on(make, "cuda"), lowered=case_id != "nan_propagation")
 
 
 def test_unaligned_input_takes_the_generic_launch() -> None:
