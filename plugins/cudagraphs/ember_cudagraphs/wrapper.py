@@ -54,6 +54,7 @@ class _Signature:
     warm_ptrs: dict[int, int] = dataclasses.field(default_factory=dict)
     copied: set[int] = dataclasses.field(default_factory=set)
     recordings: list[Recording] = dataclasses.field(default_factory=list)
+    retired: list[Recording] = dataclasses.field(default_factory=list)  # not replayed, not freed yet
     rerecords: int = 0
     classified: bool = False
     eager_reason: str = ""
@@ -183,15 +184,16 @@ class CudaGraphed:
             state.copied = {i for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
         else:
             state.copied |= {i for i in moved if not _is_stable_kind(args[i])}
-        old, state.recordings = state.recordings, []
-        for recording in old:
-            recording.release()
+        state.retired.extend(state.recordings)  # kept alive: other graphs may read their memory
+        state.recordings = []
 
     def _evict(self, state: _Signature) -> bool:
         """Drop the least recently used recording whose outputs are free; False if none is."""
         for k, recording in enumerate(state.recordings):
             if not recording.busy():
-                state.recordings.pop(k).release()
+                # not freed: a recording of the backward may read this one's outputs in place;
+                # its memory goes back with the wrapper (ember.reset() or garbage collection)
+                state.retired.append(state.recordings.pop(k))
                 return True
         return False
 
@@ -200,8 +202,7 @@ class CudaGraphed:
             recording = Recording(self.fn, args, state.copied, self.recorder)
         except Exception as exc:
             state.eager_reason = f"recording failed ({type(exc).__name__}: {exc})".replace("\n", " ")
-            for old in state.recordings:
-                old.release()
+            state.retired.extend(state.recordings)
             state.recordings = []
             return None
         self.stats["captures"] += 1
@@ -212,9 +213,9 @@ class CudaGraphed:
 def _releaser(states: dict[Any, _Signature]) -> Callable[[], None]:
     def release() -> None:
         for state in list(states.values()):
-            for recording in state.recordings:
+            for recording in state.recordings + state.retired:
                 recording.release()
-            state.recordings = []
+            state.recordings, state.retired = [], []
         states.clear()
     return release
 
