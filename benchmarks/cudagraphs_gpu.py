@@ -118,7 +118,7 @@ def _time(call: Callable[[], Any]) -> float:
     return start.elapsed_time(end)
 
 
-def run_workload(build: Build, iters: int) -> dict[str, tuple[float, float] | str]:
+def run_workload(build: Build, iters: int, names: list[str]) -> dict[str, tuple[float, float] | str]:
     """name -> (first call s, median ms), or the error text."""
     torch.manual_seed(0)
     model, inputs, targets = build()
@@ -126,6 +126,8 @@ def run_workload(build: Build, iters: int) -> dict[str, tuple[float, float] | st
     results: dict[str, tuple[float, float] | str] = {}
     calls: dict[str, Callable] = {}
     for name, make in _variants(model, targets).items():
+        if name not in names:
+            continue
         try:
             fn = make()
             call = _caller(fn, inputs, model, train)
@@ -199,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=480.0, help="seconds for the whole run")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--only", nargs="*", help="substrings of workload names to run")
+    ap.add_argument("--variants", nargs="+", default=["eager", "ember", "torch"], choices=["eager", "ember", "torch"])
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA device")
@@ -213,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(f"{name} (time budget)")
             continue
         try:
-            res = run_workload(build, args.iters)
+            res = run_workload(build, args.iters, args.variants)
         except ImportError as exc:
             skipped.append(f"{name} ({exc.name or exc} not importable)")
             continue

@@ -53,6 +53,14 @@ def _norms(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple:
             (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True))
 
 
+def _batch_stats(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple:
+    """Few output rows, long reductions over non-adjacent dims: the split (two-stage) reductions."""
+    mean, var = x.mean((0, 2, 3), keepdim=True), x.var((0, 2, 3), unbiased=False, keepdim=True)
+    norm = (x - mean) * torch.rsqrt(var + 1e-5) * w[:, None, None] + b[:, None, None]
+    return (norm, x.sum((0, 2, 3)), x.var((0, 2, 3)),
+            x.amax((0, 2, 3)), (x > 2).any(0).any(1).any(1), x.argmax(0))
+
+
 def _views(x: torch.Tensor) -> tuple:
     y = x.view(4, 6, 20)
     return (y.permute(2, 0, 1) * 2, y.transpose(0, 2).reshape(120, 4) + 1, x.t() - 1, y[:, 1:5:2] * 3,
@@ -101,6 +109,7 @@ CASES: list[Case] = [
     ("norms_looped", _norms, lambda d: (_x(d, 4, 6000), _x(d, 6000), _x(d, 6000))),
     ("norms_bf16", _norms, lambda d: (_x(d, 8, 48, dtype=torch.bfloat16), _x(d, 48, dtype=torch.bfloat16),
                                       _x(d, 48, dtype=torch.bfloat16))),
+    ("batch_stats", _batch_stats, lambda d: (_x(d, 8, 4, 16, 16), _x(d, 4), _x(d, 4))),
     ("views", _views, lambda d: (_x(d, 24, 20),)),
     ("indexing", _indexing, lambda d: (_x(d, 5, 6), torch.randint(0, 5, (5, 3)).to(d), _x(d, 7, 4))),
     ("creation", _creation, lambda d: (_x(d, 6, 10),)),

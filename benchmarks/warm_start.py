@@ -1,0 +1,93 @@
+"""Cold and warm first-call times: ember (inductor) against torch.compile, each in fresh processes.
+
+For every workload and compiler, two new Python processes run the same model one after the other
+with one shared, initially empty, cache directory (EMBER_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR): the
+first call of the first process is the cold compile, that of the second the warm start from the
+disk cache. Process start-up and imports are not counted; first-use start-up inside the first
+call is.
+
+    python -m benchmarks.warm_start [--device cpu|cuda] [--only NAME ...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+WORKLOADS = ["resnet18 eval", "resnet18 train step", "GPT eval"]
+
+
+def _child(name: str, compiler: str, device: str) -> None:
+    import torch
+
+    from benchmarks.models import GPT, ResNet18
+
+    torch.manual_seed(0)
+    if name.startswith("resnet18"):
+        model = ResNet18().to(device).train(name.endswith("train step"))
+        x = torch.randn(16 if device == "cuda" else 4, 3, 128 if device == "cuda" else 64,
+                        128 if device == "cuda" else 64, device=device)
+    else:
+        cfg = dict(vocab=512, d=384, heads=6, layers=6, max_seq=256) if device == "cuda" else dict(
+            vocab=512, d=192, heads=6, layers=2, max_seq=128)
+        model = GPT(**cfg).to(device).eval()
+        x = torch.randint(0, 512, (8, 256) if device == "cuda" else (1, 128), device=device)
+    if compiler == "ember":
+        import ember
+        fn = ember.compile(model)
+    else:
+        fn = torch.compile(model)
+    start = time.perf_counter()
+    if model.training:
+        fn(x).float().pow(2).mean().backward()
+    else:
+        with torch.no_grad():
+            fn(x)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    print(json.dumps({"first_call_s": time.perf_counter() - start}))
+
+
+def _run(name: str, compiler: str, device: str, env: dict) -> float:
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.warm_start", "--child", name, compiler,
+                           "--device", device], env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])["first_call_s"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--child", nargs=2, metavar=("WORKLOAD", "COMPILER"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(args.child[0], args.child[1], args.device)
+        return 0
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print(f"| workload ({args.device}) | ember cold s | ember warm s | torch.compile cold s | torch.compile warm s |")
+    print("|---|---|---|---|---|")
+    for name in WORKLOADS:
+        if args.only and not any(s in name for s in args.only):
+            continue
+        cells = []
+        for compiler in ("ember", "torch"):
+            cache = tempfile.mkdtemp(prefix=f"warm_{compiler}_")
+            env = dict(os.environ, EMBER_CACHE_DIR=cache, TORCHINDUCTOR_CACHE_DIR=cache,
+                       PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+            try:
+                cells += [f"{_run(name, compiler, args.device, env):.2f}" for _ in range(2)]
+            except Exception as exc:  # a failing compiler is reported, not fatal
+                print(f"{name} / {compiler} failed: {exc}", file=sys.stderr)
+                cells += ["failed", "failed"]
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
