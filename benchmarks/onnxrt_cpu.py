@@ -88,6 +88,7 @@ def bench(name: str, model: torch.nn.Module, args: tuple, repeat: int) -> None:
         "eager": model,
         "ember onnxrt": ember.compile(model, backend="onnxrt"),
         "onnxrt direct": None,
+        "ember inductor": ember.compile(model, backend="inductor"),
         "torch.compile": torch.compile(model),
     }
     results = {}

@@ -1,8 +1,7 @@
-"""Benchmark: ResNet-18 inference on CPU (batch 4, 3x64x64): eager vs ember tvm vs torch.compile.
+"""Benchmark: ResNet-18 inference on CPU (batch 4, 3x64x64): eager vs ember tvm vs ember inductor vs torch.compile.
 
 Runs all three in one process on the same inputs and prints medians, ratios and build times.
-ember's tvm backend is reached through ``ember.compile(model, backend="tvm")`` when the core
-has it, else through the backend contract directly (graph traced with parameters lifted).
+ember's tvm and inductor backends are reached through ``ember.compile(model, backend=...)``.
 
     python benchmarks/tvm_cpu.py [--tuned TRIALS] [--iters N]
 """
@@ -20,7 +19,6 @@ from typing import Any, Callable
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "tvm"))
-from tvm_helpers import lifted  # noqa: E402
 from tvm_models import ResNet18  # noqa: E402
 
 
@@ -35,17 +33,11 @@ def median_ms(fn: Callable[[], Any], iters: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def ember_tvm(model: torch.nn.Module, x: torch.Tensor, options: dict) -> Callable[[], Any]:
+def ember_compiled(model: torch.nn.Module, x: torch.Tensor, backend: str, options: dict) -> Callable[[], Any]:
     import ember
 
-    if hasattr(ember, "compile"):
-        compiled = ember.compile(model, backend="tvm", options=options)
-        return lambda: compiled(x)
-    from ember_tvm.backend import tvm as backend
-
-    gm, tensors = lifted(model)
-    run = backend(gm, [x, *tensors], options=options)
-    return lambda: run(x, *tensors)
+    compiled = ember.compile(model, backend=backend, options=options)
+    return lambda: compiled(x)
 
 
 def timed_build(make: Callable[[], Callable[[], Any]]) -> tuple[Callable[[], Any], float]:
@@ -71,12 +63,12 @@ def main() -> None:
     with torch.no_grad():
         ref = model(x)
         rows.append(("eager", median_ms(lambda: model(x), args.iters), 0.0))
-        variants = [("ember tvm (default schedules)", {"cache": False})]
+        variants = [("ember tvm (default schedules)", "tvm", {"cache": False}), ("ember inductor", "inductor", {})]
         if args.tuned:
-            variants.append((f"ember tvm (meta_schedule {args.tuned} trials)",
+            variants.append((f"ember tvm (meta_schedule {args.tuned} trials)", "tvm",
                              {"cache": False, "tuning": "meta_schedule", "trials": args.tuned}))
-        for name, options in variants:
-            fn, build_s = timed_build(lambda: ember_tvm(model, x, options))
+        for name, backend, options in variants:
+            fn, build_s = timed_build(lambda: ember_compiled(model, x, backend, options))
             torch.testing.assert_close(fn(), ref, rtol=1e-3, atol=1e-3)
             rows.append((name, median_ms(fn, args.iters), build_s))
         compiled = torch.compile(model)
