@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=480.0, help="seconds for the whole run")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--only", nargs="*", help="substrings of workload names to run")
-    ap.add_argument("--variants", nargs="+", default=["eager", "ember", "torch"], choices=["eager", "ember", "torch"])
+    ap.add_argument("--variants", nargs="+", default=["eager", "ember", "torch"],
+                    choices=["eager", "ember", "torch"], help="which to run (one compiler per process)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA device")

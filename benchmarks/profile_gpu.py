@@ -13,7 +13,7 @@ from typing import Any, Callable
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks.run import _runner, workloads
+from benchmarks.run import step_runner, workloads
 
 CALLS = 5
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         torch._dynamo.reset()
         variants = {"eager": obj, "ember": ember.compile(obj), "torch.compile": torch.compile(obj)}
         for label, fn in variants.items():
-            rows = _profile(_runner(fn, inputs, training, module))
+            rows = _profile(step_runner(fn, inputs, training, module))
             launches = sum(r[1] for r in rows) / CALLS
             total = sum(r[2] for r in rows) / CALLS
             print(f"\n## {w.name} / {label}: {launches:.0f} kernels per call, {total:.0f} us GPU time per call")

@@ -131,7 +131,7 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _runner(fn: Callable, inputs: tuple, training: bool, module: Any) -> Callable[[], Any]:
+def step_runner(fn: Callable, inputs: tuple, training: bool, module: Any) -> Callable[[], Any]:
     if training:
         params = list(module.parameters())
 
@@ -180,7 +180,7 @@ def measure(variants: list[Callable], inputs: tuple, training: bool, module: Any
             device: str, iters: int) -> list[tuple[float, float]]:
     """(first call seconds, median ms) per variant; timed calls are interleaved round-robin so
     that load from other processes on a shared machine hits every variant alike."""
-    runs = [_runner(fn, inputs, training, module) for fn in variants]
+    runs = [step_runner(fn, inputs, training, module) for fn in variants]
     firsts = []
     for run in runs:
         t0 = time.perf_counter()

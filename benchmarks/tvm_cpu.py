@@ -1,6 +1,6 @@
-"""Benchmark: ResNet-18 inference on CPU (batch 4, 3x64x64): eager vs ember tvm vs ember inductor vs torch.compile.
+"""Benchmark: ResNet-18 inference on CPU (batch 4, 3x64x64), eager vs ember tvm, inductor, torch.compile.
 
-Runs all three in one process on the same inputs and prints medians, ratios and build times.
+Runs every variant in one process on the same inputs and prints medians, ratios and build times.
 ember's tvm and inductor backends are reached through ``ember.compile(model, backend=...)``.
 
     python benchmarks/tvm_cpu.py [--tuned TRIALS] [--iters N]
@@ -63,7 +63,8 @@ def main() -> None:
     with torch.no_grad():
         ref = model(x)
         rows.append(("eager", median_ms(lambda: model(x), args.iters), 0.0))
-        variants = [("ember tvm (default schedules)", "tvm", {"cache": False}), ("ember inductor", "inductor", {})]
+        variants = [("ember tvm (default schedules)", "tvm", {"cache": False}),
+                    ("ember inductor", "inductor", {})]
         if args.tuned:
             variants.append((f"ember tvm (meta_schedule {args.tuned} trials)", "tvm",
                              {"cache": False, "tuning": "meta_schedule", "trials": args.tuned}))

@@ -4,7 +4,7 @@ For every workload and compiler, two new Python processes run the same model one
 with one shared, initially empty, cache directory (EMBER_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR): the
 first call of the first process is the cold compile, that of the second the warm start from the
 disk cache. Process start-up and imports are not counted; first-use start-up inside the first
-call is.
+call is. Models and sizes are those of ``benchmarks.run``.
 
     python -m benchmarks.warm_start [--device cpu|cuda] [--only NAME ...]
 """
@@ -18,35 +18,25 @@ import sys
 import tempfile
 import time
 
-WORKLOADS = ["resnet18 eval", "resnet18 train step", "GPT eval"]
+WORKLOADS = ["resnet18 eval", "resnet18 train step", "GPT eval"]  # name prefixes in benchmarks.run
 
 
 def _child(name: str, compiler: str, device: str) -> None:
     import torch
 
-    from benchmarks.models import GPT, ResNet18
+    from benchmarks.run import step_runner, workloads
 
     torch.manual_seed(0)
-    if name.startswith("resnet18"):
-        model = ResNet18().to(device).train(name.endswith("train step"))
-        x = torch.randn(16 if device == "cuda" else 4, 3, 128 if device == "cuda" else 64,
-                        128 if device == "cuda" else 64, device=device)
-    else:
-        cfg = dict(vocab=512, d=384, heads=6, layers=6, max_seq=256) if device == "cuda" else dict(
-            vocab=512, d=192, heads=6, layers=2, max_seq=128)
-        model = GPT(**cfg).to(device).eval()
-        x = torch.randint(0, 512, (8, 256) if device == "cuda" else (1, 128), device=device)
+    w = next(w for w in workloads(device) if w.name.startswith(name))
+    obj, inputs, training = w.build(device)
     if compiler == "ember":
         import ember
-        fn = ember.compile(model)
+        fn = ember.compile(obj)
     else:
-        fn = torch.compile(model)
+        fn = torch.compile(obj)
+    run = step_runner(fn, inputs, training, obj)
     start = time.perf_counter()
-    if model.training:
-        fn(x).float().pow(2).mean().backward()
-    else:
-        with torch.no_grad():
-            fn(x)
+    run()
     if device == "cuda":
         torch.cuda.synchronize()
     print(json.dumps({"first_call_s": time.perf_counter() - start}))

@@ -5,8 +5,8 @@ overload; the glue that matches an fx node to its function and records the ONNX 
 function emits (``ONNXRegistry``, ``dispatch``, ``OpRecorder``) ships with torch's ONNX exporter
 in ``torch.onnx._internal.exporter``. Those are private modules, so this file is the only one
 that imports them: if a torch release moves them, this is the file to change. None of them
-calls ``torch.export``. The same goes for the type-promotion pass of
-``torch.onnx._internal.fx.passes``.
+runs torch's graph exporter (the export API ember must not use), and neither does the
+type-promotion pass of ``torch.onnx._internal.fx.passes``.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Import one torch-level fx graph into a Relax IRModule with TVM's ``from_fx``.
 
 Why ``from_fx`` and not ``from_exported_program``: ember hands over torch-level fx graphs, and
-getting an ``ExportedProgram`` would need ``torch.export``, which ember's product code must not
+getting an ``ExportedProgram`` would need torch's export API, which ember's product code must not
 call. ``from_fx`` reads the graph as it is; ember adds what it needs around it:
 
 * scalar inputs (Python ints/floats) are specialized into the graph (the runner re-specializes

@@ -54,7 +54,7 @@ def _norms(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple:
 
 
 def _batch_stats(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple:
-    """Few output rows, long reductions over non-adjacent dims: the split (two-stage) reductions."""
+    """BatchNorm-style statistics: few output rows, long reductions over non-adjacent dims."""
     mean, var = x.mean((0, 2, 3), keepdim=True), x.var((0, 2, 3), unbiased=False, keepdim=True)
     norm = (x - mean) * torch.rsqrt(var + 1e-5) * w[:, None, None] + b[:, None, None]
     return (norm, x.sum((0, 2, 3)), x.var((0, 2, 3)),
