@@ -43,6 +43,22 @@ def test_softmax_is_at_most_two_kernels() -> None:
     assert len(_kernels(compiled)) <= 2
 
 
+def test_softmax_computes_exp_once_per_element() -> None:
+    """The sum stage keeps exp(x - max) in a per-row array that the normalising stage reads."""
+    compiled = check(lambda x: torch.softmax(x, -1), torch.randn(32, 100))
+    body = _kernel_code(compiled)
+    assert body.count("std::exp(") == 1
+    assert re.search(r"alignas\(64\) float row0\[100\];", body)
+    assert re.search(r"row0\[r0\] = t\d+;", body) and re.search(r"= row0\[r0\];", body)
+
+
+def test_row_reuse_is_skipped_for_long_rows_and_float64() -> None:
+    long_rows = check(lambda x: torch.softmax(x, -1), torch.randn(2, 20000))
+    assert _kernel_code(long_rows).count("std::exp(") == 2
+    doubles = check(lambda x: torch.softmax(x, -1), torch.randn(4, 50, dtype=torch.float64))
+    assert "row0" not in _kernel_code(doubles)
+
+
 def test_layer_norm_is_at_most_two_kernels() -> None:
     compiled = check(lambda x, w, b: F.layer_norm(x, (100,), w, b), torch.randn(32, 100),
                      torch.randn(100), torch.randn(100))

@@ -132,6 +132,13 @@ class CompiledPlan:
                 slot = info.source if info.kind == INPUT_ALIAS else self._base_slots[info.source]
                 layout = None if info.identity else info.layout
                 self._rebuild.append((info.kind, slot, layout, info.requires_grad))
+        self._n_outputs = len(self._rebuild)
+        # the common case: the user's outputs are the graph's outputs, in order, as a tuple
+        self._passthrough = (
+            not self.mutated_inputs and not self._base_slots
+            and [r[:2] for r in self._rebuild] == [(GRAPH, i) for i in range(n_graph)]
+            and self.analysis.out_spec == pytree.tree_structure(tuple(range(n_graph)))
+        )
 
     def _eager(self, args: Sequence[Any], why: str) -> Any:
         if not self._warned:
@@ -154,9 +161,13 @@ class CompiledPlan:
             return self._eager(args, "a mutated input shares memory with another input")
         if self.bw is not None:
             outs = AOTFunction.apply(self, *primals)
-        else:
+        elif torch.is_grad_enabled():
             with torch.no_grad():
                 outs = self.fw(*primals)
+        else:
+            outs = self.fw(*primals)
+        if self._passthrough:
+            return tuple(outs[:self._n_outputs])
         if self._base_slots and not self._bases_match(outs):
             if self.inputs_mutated_in_graph:
                 raise RuntimeError("ember_aot: compiled graph returned a base with another layout")

@@ -3,10 +3,16 @@
 Outer loops run in parallel with OpenMP; the innermost loop carries ``#pragma omp simd`` (with
 a reduction clause for reductions) so gcc vectorizes it. Half and bfloat16 values are computed
 in float. Values are C++ ``auto`` temporaries, common subexpressions are shared within a scope.
+
+A row kernel runs one inner loop per stage (softmax: max, then sum of exp, then exp / sum). A
+transcendental value that a later stage would compute again (softmax's exp) is instead kept in a
+per-row array on the stack by the first stage and read back by the later ones: a probe
+generation finds such values, the real one reuses them.
 """
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Sequence
 
 import sympy
@@ -18,6 +24,9 @@ from ..scheduler import FusedGroup, KernelPlan
 from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
+REUSE_MAX_ROW = 1 << 14  # longest row (floats) kept on the stack for cross-stage reuse
+_EXPENSIVE = re.compile(r"std::(exp|expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow)\b|e_sin|e_cos|e_sigmoid")
+_TEMP = re.compile(r"\bt\d+\b")
 
 CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "half",
          torch.bfloat16: "uint16_t", torch.int64: "int64_t", torch.int32: "int32_t",
@@ -141,6 +150,13 @@ class CppKernel:
         self.red_post: list[str] = []
         self.red_clauses: list[str] = []
         self.red_simd = True
+        # cross-stage reuse (see the module docstring)
+        self.expanded: dict[str, str] = {}  # temporary -> its expression over loads and accumulators
+        self.stage = -1
+        self.stage_scope: Scope | None = None
+        self.seen: dict[str, set[int]] = {}  # probe: expensive expression -> inner stages computing it
+        self.reuse: dict[str, str] = {}  # expression -> row array holding it
+        self.reuse_saved: set[str] = set()
 
     # -- helpers -----------------------------------------------------------------------------
     def new_var(self, prefix: str = "t") -> str:
@@ -152,9 +168,34 @@ class CppKernel:
         if hit is not None:
             return hit
         var = self.new_var()
-        self.scope.lines.append(f"auto {var} = {expr};")
+        full = _TEMP.sub(lambda m: self.expanded.get(m.group(0), m.group(0)), expr)
+        self.expanded[var] = full
+        row = self.reuse.get(full) if self.scope is self.stage_scope else None
+        if row is not None and full in self.reuse_saved:
+            self.scope.lines.append(f"auto {var} = {row}[{self._row_index()}];")
+        else:
+            self.scope.lines.append(f"auto {var} = {expr};")
+            if row is not None:
+                self.scope.lines.append(f"{row}[{self._row_index()}] = {var};")
+                self.reuse_saved.add(full)
+            elif self.scope is self.stage_scope and _EXPENSIVE.search(expr):
+                self.seen.setdefault(full, set()).add(self.stage)
         self.scope.cache[expr] = var
         return var
+
+    def _row_index(self) -> str:
+        return cexpr(sum(v * indexing.numel(self.plan.r[k + 1:]) for k, v in enumerate(self.rv)))
+
+    def _reuse_candidates(self) -> list[str]:
+        """Expensive expressions computed by more than one inner stage (found by a probe run)."""
+        R = sympy.sympify(indexing.numel(self.plan.r))
+        if not R.is_Integer or R > REUSE_MAX_ROW:
+            return []
+        probe = CppKernel(self.name, self.group, self.stored, self.buffers)
+        probe.generate(probe=True)
+        if any(self.buffers[n].get_dtype() == torch.float64 for n in probe.params):
+            return []
+        return [e for e, stages in probe.seen.items() if len(stages) > 1 and "double" not in e]
 
     def param(self, name: str) -> str:
         if name not in self.params:
@@ -302,12 +343,14 @@ class CppKernel:
 
     def _inner_stage(self, placements: Sequence, parallel_r: bool) -> list[str]:
         outer = self.scope
-        self.scope = Scope(outer)
+        self.scope = self.stage_scope = Scope(outer)
+        self.stage += 1
         self.locals.append({})
         self.red_pre, self.red_post, self.red_clauses, self.red_simd = [], [], [], True
         self._run_nodes(placements)
         body = self.scope.lines
         self.scope = outer
+        self.stage_scope = None
         self.locals.pop()
         loops = list(zip(self.rv, self.plan.r))
         clauses = " ".join(f"reduction({c})" for c in self.red_clauses)
@@ -322,10 +365,14 @@ class CppKernel:
                 [f"  {line}" for line in body] + ["}"]
         return self.red_pre + ["{"] + body + ["}"] + self.red_post
 
-    def generate(self) -> str:
+    def generate(self, probe: bool = False) -> str:
         plan = self.plan
         O, R = indexing.numel(plan.outer), indexing.numel(plan.r)
         has_red = any(n.is_reduction for n in self.group.nodes)
+        stages = len([s for s in plan.stages if s[0] == "inner"])
+        if has_red and stages > 1 and not probe:
+            self.reuse = {e: f"row{k}" for k, e in enumerate(self._reuse_candidates())}
+            self.scope.lines += [f"alignas(64) float {row}[{int(R)}];" for row in self.reuse.values()]
         with set_handler(self):
             if not has_red:
                 self._run_nodes(plan.stages[0][1])
@@ -334,8 +381,7 @@ class CppKernel:
                 loops = self._outer_loops(body, parallel, simd_inner=True)
             else:
                 simple = all(t in _RED_CLAUSE for n in self.group.nodes for t in n.reduction_types)
-                parallel_r = O == 1 and R >= PARALLEL_MIN and simple and \
-                    len([s for s in plan.stages if s[0] == "inner"]) == 1
+                parallel_r = O == 1 and R >= PARALLEL_MIN and simple and stages == 1
                 for level, placements in plan.stages:
                     if level == "outer":
                         self._run_nodes(placements)
