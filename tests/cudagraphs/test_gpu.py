@@ -160,9 +160,15 @@ def test_tutorial_reduce_overhead_training_loop():
 
 
 def test_one_graph_per_shape_and_reset_frees_memory():
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256)).cuda()
+    # a first graph gives the shared side stream its cuBLAS workspace (kept for the process,
+    # like eager's per-stream workspaces); everything after it must be freed by reset()
+    with torch.no_grad():
+        ember.compile(model, backend="cudagraphs")(torch.randn(4, 256, device="cuda"))
+    ember.reset()
+    release_memory()
     gc.collect()
     graphs0, mem0 = live_graphs(), torch.cuda.memory_allocated()
-    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256)).cuda()
     compiled = ember.compile(model, backend="cudagraphs")
     with torch.no_grad():
         for n in (8, 16, 8, 16, 8, 16):
@@ -173,5 +179,4 @@ def test_one_graph_per_shape_and_reset_frees_memory():
     ember.reset()
     release_memory()
     assert live_graphs() == graphs0
-    params = sum(p.numel() * p.element_size() for p in model.parameters())
-    assert torch.cuda.memory_allocated() <= mem0 + params + (1 << 20)
+    assert torch.cuda.memory_allocated() <= mem0 + (1 << 20)

@@ -3,7 +3,9 @@
 The wrapper talks to a recorder through four calls (``device_reason``, ``warmup``, ``capture``,
 ``replay``), so its logic runs on CPU in tests with a fake recorder. Each capture gets its own
 memory pool: graphs never share memory, so replaying one cannot clobber outputs of another
-(the forward's saved activations, a backward's gradients) that are still alive.
+(the forward's saved activations, a backward's gradients) that are still alive. Warm-up and
+capture run on one side stream per device shared by all recorders: cuBLAS keeps a workspace
+per stream for the life of the process, so a stream per recorder would keep one per graph.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from . import registry
 from .checks import device_reason
 
 _CAPTURE_LOCK = threading.Lock()  # one capture at a time in the process (a CUDA requirement)
+_SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
+_STREAMS_LOCK = threading.Lock()
 
 
 def _device(args: Sequence[Any]) -> torch.device:
@@ -28,13 +32,11 @@ def _device(args: Sequence[Any]) -> torch.device:
 class CudaRecorder:
     """Records ``fn`` into a ``torch.cuda.CUDAGraph`` (side-stream warm-up, private pool)."""
 
-    def __init__(self) -> None:
-        self._streams: dict[torch.device, torch.cuda.Stream] = {}
-
     def _stream(self, device: torch.device) -> torch.cuda.Stream:
-        stream = self._streams.get(device)
-        if stream is None:
-            stream = self._streams[device] = torch.cuda.Stream(device)
+        with _STREAMS_LOCK:
+            stream = _SIDE_STREAMS.get(device)
+            if stream is None:
+                stream = _SIDE_STREAMS[device] = torch.cuda.Stream(device)
         return stream
 
     def device_reason(self, args: Sequence[Any]) -> str:
