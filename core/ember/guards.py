@@ -61,6 +61,8 @@ class GuardSet:
             test = "{0} == " + repr(value).replace("{", "{{").replace("}", "}}")
         elif isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
             test = f"{{0}} is {self.consts.name(value, 'v')}"
+        elif isinstance(value, (set, frozenset)):  # a copy (the set may change), in its iteration order
+            test = f"tuple({{0}}) == {self.consts.name(tuple(value), 'v')}"
         else:
             test = f"{{0}} == {self.consts.name(value, 'v')}"
         self._add("equals", (source,), f"type({{0}}) is {t} and {test}", f"{source.describe()} == {value!r}")

@@ -19,7 +19,7 @@ from .builder import wrap
 from .sources import AttrSource, DictEntrySource
 from .torch_ops import UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
 from .values import (
-    BoundMethodVar, ConstVar, DictVar, FunctionVar, ListVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, ConstVar, DictVar, FunctionVar, ListVar, SetVar, TensorVar, TupleVar, Var,
 )
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class TensorMethod(Var):
 
 
 class ContainerMethod(Var):
-    """``list.append``, ``dict.items`` ... on a symbolic container, before it is called."""
+    """``list.append``, ``dict.items``, ``set.add`` ... on a container, before it is called."""
 
     def __init__(self, container: Var, name: str) -> None:
         self.container = container
@@ -58,9 +58,12 @@ def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
         return objects.load_attr(frame, obj, name)
     if isinstance(obj, TensorVar):
         return _tensor_attr(frame, obj, name)
-    if isinstance(obj, (ListVar, DictVar)) or (isinstance(obj, TupleVar) and obj.tuple_type is tuple):
+    if isinstance(obj, (ListVar, DictVar, SetVar)) or (isinstance(obj, TupleVar) and obj.tuple_type is tuple):
         if name.startswith("__"):
             frame.fail(f"attribute {name} of a container")
+        return ContainerMethod(obj, name)
+    if isinstance(obj, ConstVar) and type(obj.value) in (set, frozenset) and hasattr(obj.value, name) \
+            and not name.startswith("__"):
         return ContainerMethod(obj, name)
     if isinstance(obj, TupleVar):
         fields = getattr(obj.tuple_type, "_fields", None) or getattr(obj.tuple_type, "__match_args__", None)

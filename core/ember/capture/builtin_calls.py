@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from .exceptions import Raised, evaluate, run_ahead, throw
 from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
+from .torch_ops import BINARY_OPS
 from .values import (
-    BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
 )
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ def _const_or_none(var: Var) -> Any:
 @handles(len)
 def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
     (obj,) = args
-    if isinstance(obj, (TupleVar, ListVar, DictVar)):
+    if isinstance(obj, (TupleVar, ListVar, DictVar, SetVar)):
         return ConstVar(len(obj.items))
     if isinstance(obj, TensorVar):
         if obj.fake.dim() == 0:
@@ -125,7 +127,7 @@ def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
     if item is None:
         if len(args) > 1:
             return args[1]
-        frame.fail("StopIteration from next()")
+        throw(StopIteration())
     return item
 
 
@@ -135,7 +137,8 @@ def _map(frame: "Frame", args: list, kwargs: dict) -> Var:
 
     fn, *iterables = args
     columns = [iterate(frame, a) for a in iterables]
-    return IteratorVar([call(frame, fn, list(row), {}) for row in zip(*columns)])
+    with run_ahead(frame, "map()"):
+        return IteratorVar([call(frame, fn, list(row), {}) for row in zip(*columns)])
 
 
 @handles(filter)
@@ -146,7 +149,8 @@ def _filter(frame: "Frame", args: list, kwargs: dict) -> Var:
     items = iterate(frame, iterable)
     if isinstance(fn, ConstVar) and fn.value is None:
         return IteratorVar([v for v in items if truthy(frame, v)])
-    return IteratorVar([v for v in items if truthy(frame, call(frame, fn, [v], {}))])
+    with run_ahead(frame, "filter()"):
+        return IteratorVar([v for v in items if truthy(frame, call(frame, fn, [v], {}))])
 
 
 @handles(list)
@@ -157,6 +161,17 @@ def _list(frame: "Frame", args: list, kwargs: dict) -> Var:
 @handles(tuple)
 def _tuple(frame: "Frame", args: list, kwargs: dict) -> Var:
     return TupleVar(iterate(frame, args[0]) if args else [])
+
+
+@handles(set)
+def _set(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if not args:
+        return SetVar(set())
+    try:
+        values = python_value(args[0])  # the same kind of argument as in Python (a list, a dict...)
+    except NotConstant:
+        values = [as_const(frame, v, "a set element") for v in iterate(frame, args[0])]
+    return SetVar(evaluate(set, values))
 
 
 @handles(dict)
@@ -239,6 +254,10 @@ def _getattr(frame: "Frame", args: list, kwargs: dict) -> Var:
             if "has no attribute" in str(exc):
                 return args[2]
             raise
+        except Raised as raised:  # an inlined property raised
+            if isinstance(raised.value.value, AttributeError):
+                return args[2]
+            raise
     return load_attr(frame, args[0], name)
 
 
@@ -257,6 +276,10 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
                 return ConstVar(True)
             except Unsupported:
                 return ConstVar(False)
+            except Raised as raised:  # an inlined property raised
+                if isinstance(raised.value.value, AttributeError):
+                    return ConstVar(False)
+                raise
         return ConstVar(hasattr(obj.value, name))
     frame.fail(f"hasattr on a {type(obj).__name__}")
     raise AssertionError
@@ -281,7 +304,7 @@ def _make_scalar(cls: type) -> Handler:
     def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
         if args and isinstance(args[0], TensorVar):
             frame.fail(f"{cls.__name__}() of a tensor reads its data (graph break)")
-        return lift(cls(*(as_const(frame, a, f"{cls.__name__}()") for a in args)))
+        return lift(evaluate(cls, *(as_const(frame, a, f"{cls.__name__}()") for a in args)))
 
     return handler
 
@@ -366,6 +389,9 @@ for _fn, _sym in [(operator.add, "+"), (operator.sub, "-"), (operator.mul, "*"),
                   (operator.floordiv, "//"), (operator.mod, "%"), (operator.pow, "**"),
                   (operator.matmul, "@"), (operator.and_, "&"), (operator.or_, "|"), (operator.xor, "^")]:
     BUILTIN_HANDLERS[_fn] = _make_operator(_sym)
+for _sym, _fn in BINARY_OPS.items():
+    if _sym.endswith("="):  # operator.iadd(a, b) is `a += b`: it may mutate a
+        BUILTIN_HANDLERS[_fn] = _make_operator(_sym)
 for _fn, _sym in [(operator.lt, "<"), (operator.le, "<="), (operator.eq, "=="), (operator.ne, "!="),
                   (operator.gt, ">"), (operator.ge, ">=")]:
     BUILTIN_HANDLERS[_fn] = _make_operator(_sym, compare_op=True)

@@ -14,12 +14,13 @@ import torch
 from . import contexts, objects
 from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
-from .ops import NotConstant, lift, mutable_dict, mutable_list, python_value
+from .exceptions import evaluate, is_plain_exception_class, run_ahead, throw
+from .ops import NotConstant, as_const, iterate, lift, mutable_dict, mutable_list, mutable_set, python_value
 from .state import MAX_INLINE_DEPTH
 from .torch_ops import COMPILING_QUERIES, GRAPH_BREAK_CALLS, is_graph_callable, is_pure_function, module_is_trusted
 from .values import (
-    BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, ListVar, PartialVar, TensorVar, TupleVar,
-    Var, contains_tensor,
+    BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, PartialVar, SetVar, TensorVar,
+    TupleVar, Var, contains_tensor,
 )
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         except NotConstant:
             pass
         else:
-            return lift(value(*py_args, **py_kwargs))
+            return lift(evaluate(value, *py_args, **py_kwargs))
     original = getattr(value, "__ember__", None)
     if original is not None:  # an ember-compiled function called from captured code: inline it
         return call(frame, ConstVar(value.__wrapped__), args, kwargs)
@@ -112,16 +113,14 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         return _call_real_partial(frame, fn, args, kwargs)
     if isinstance(value, type) and hasattr(value, "_fields") and issubclass(value, tuple):
         return _make_namedtuple(frame, value, args, kwargs)
-    if is_pure_function(value) or (isinstance(value, type) and value.__module__ == "builtins"):
+    if is_pure_function(value) or (isinstance(value, type) and value.__module__ == "builtins") \
+            or is_plain_exception_class(value):
         try:
             py_args = [python_value(a) for a in args]
             py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
         except NotConstant:
             frame.fail(f"{_name(value)} called with tensors or captured containers")
-        try:
-            return lift(value(*py_args, **py_kwargs))
-        except Exception as exc:
-            frame.fail(f"{_name(value)} raised {type(exc).__name__}: {exc}")
+        return lift(evaluate(value, *py_args, **py_kwargs))
     user_call = inspect.getattr_static(type(value), "__call__", None)
     if isinstance(user_call, types.FunctionType) and not isinstance(value, type):
         return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
@@ -324,19 +323,22 @@ def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
         frame.fail("inlining is too deep (recursion?)")
     bound = _bind(frame, code, defaults, kwdefaults, args, kwargs)
     child = Frame(state, code, globals_dict, bound, closure)
-    if is_generator:
-        # run to completion now; the caller gets an iterator over what it yielded
-        child.yielded = []
+    if not is_generator:
+        return _run(child)
+    # run to completion now; the caller gets an iterator over what it yielded
+    child.yielded = []
+    with run_ahead(frame, f"generator {code.co_name}()"):
+        result = _run(child)
+    return IteratorVar(child.yielded, result=result)
+
+
+def _run(child: "Frame") -> Var:
+    state = child.state
     state.depth += 1
     try:
-        result = child.run()
+        return child.run()
     finally:
         state.depth -= 1
-    if is_generator:
-        from .values import IteratorVar
-
-        return IteratorVar(child.yielded)
-    return result
 
 
 def _default(frame: "Frame", value: Any) -> Var:
@@ -352,9 +354,12 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
         return _list_method(frame, obj, name, args)
     if isinstance(obj, DictVar):
         return _dict_method(frame, obj, name, args)
+    if isinstance(obj, (SetVar, ConstVar)):
+        return _set_method(frame, obj, name, args, kwargs)
     if isinstance(obj, TupleVar) and name in ("index", "count"):
         try:
-            return lift(getattr(tuple(python_value(v) for v in obj.items), name)(*[python_value(a) for a in args]))
+            values = tuple(python_value(v) for v in obj.items)
+            return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
         except NotConstant:
             frame.fail(f"tuple.{name} over tensors")
     frame.fail(f"method {name!r} of a {type(obj).__name__} is not supported")
@@ -362,13 +367,12 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
 
 
 def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Var:
-    from .ops import iterate
-
     if name in ("index", "count", "copy", "__len__"):
         if name == "copy":
             return ListVar(list(obj.items))
         try:
-            return lift(getattr([python_value(v) for v in obj.items], name)(*[python_value(a) for a in args]))
+            values = [python_value(v) for v in obj.items]
+            return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
         except NotConstant:
             frame.fail(f"list.{name} over tensors")
     items = mutable_list(frame, obj).items
@@ -379,7 +383,7 @@ def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Va
     elif name == "insert":
         items.insert(python_value(args[0]), args[1])
     elif name == "pop":
-        return items.pop(*(python_value(a) for a in args))
+        return evaluate(items.pop, *(python_value(a) for a in args))
     elif name == "reverse":
         items.reverse()
     elif name == "clear":
@@ -416,11 +420,34 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Va
             return table.pop(key)
         if len(args) > 1:
             return args[1]
-        frame.fail(f"KeyError: {key!r}")
+        throw(KeyError(key))
     if name == "setdefault":
         return table.setdefault(python_value(args[0]), args[1] if len(args) > 1 else ConstVar(None))
     frame.fail(f"dict.{name} is not supported")
     raise AssertionError
+
+
+_SET_READS = {"union", "intersection", "difference", "symmetric_difference", "copy", "issubset", "issuperset",
+              "isdisjoint"}
+_SET_WRITES = {"add", "discard", "remove", "pop", "clear", "update", "intersection_update", "difference_update",
+               "symmetric_difference_update"}
+
+
+def _set_method(frame: "Frame", obj: Var, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """A method of a set (a SetVar, or a set or frozenset from outside): evaluated on its elements."""
+    if kwargs or name not in _SET_READS | _SET_WRITES:
+        frame.fail(f"{type(python_value(obj)).__name__}.{name} is not supported")
+    values = [_set_argument(frame, a, name) for a in args]
+    if name in _SET_WRITES:
+        return lift(evaluate(getattr(mutable_set(frame, obj).items, name), *values))
+    result = evaluate(getattr(python_value(obj), name), *values)
+    return SetVar(result) if type(result) is set else lift(result)
+
+
+def _set_argument(frame: "Frame", var: Var, name: str) -> Any:
+    if isinstance(var, IteratorVar):  # a generator or map(): the method consumes its items
+        return [as_const(frame, v, f"an item given to set.{name}") for v in iterate(frame, var)]
+    return as_const(frame, var, f"an argument of set.{name}")
 
 
 # -- dunder dispatch and super() -------------------------------------------------------------

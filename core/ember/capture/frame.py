@@ -4,8 +4,10 @@ It executes a code object's instructions over symbolic values (see ``values.py``
 becomes fx nodes through :class:`~ember.capture.graph.GraphBuilder`, everything else is
 evaluated for real at capture time. Control flow decided by Python values or shapes is
 followed (loops are unrolled). User functions and ``nn.Module.forward`` are inlined by a
-child Frame. What it cannot handle raises :class:`~ember.errors.Unsupported` with the file, line
-and source line of every frame on the way out.
+child Frame. Exceptions raised and caught inside the captured code follow the code object's
+exception table (see ``exceptions.py``). What it cannot handle raises
+:class:`~ember.errors.Unsupported` with the file, line and source line of every frame on the
+way out.
 """
 from __future__ import annotations
 
@@ -15,15 +17,15 @@ import types
 from typing import Any
 
 from ..errors import Unsupported
-from . import calls, ops
+from . import calls, exceptions, ops
 from .attrs import load_attr, store_attr
 from .builder import wrap
-from .compat import Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
+from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
 from .sources import LocalSource, cell_source, global_source
 from .state import CaptureState
 from .values import (
     NULL, BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar,
-    TupleVar, Var,
+    SetVar, TupleVar, Var,
 )
 
 _BUILTINS = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
@@ -95,6 +97,8 @@ class Frame:
                 handler(ins)
             except _Return as ret:
                 return ret.value
+            except exceptions.Raised as raised:
+                self.unwind(raised, ins)
             except Unsupported as exc:
                 self.locate(exc)
                 raise
@@ -104,6 +108,22 @@ class Frame:
                 error = Unsupported(f"ember internal error at {ins.opname}: {type(exc).__name__}: {exc}")
                 self.locate(error)
                 raise error from exc
+
+    def unwind(self, raised: exceptions.Raised, ins: Instr) -> None:
+        """Jump to the handler of the exception ``ins`` raised, or let it leave this frame."""
+        entry = exceptions.handler_for(self.code, ins.offset)
+        if entry is not None:
+            del self.stack[entry.depth:]
+            if entry.lasti:
+                self.push(ConstVar(ins.offset))
+            self.push(raised.value)
+            self.jump(entry.target)
+        elif not self.is_root:
+            raise raised
+        else:  # Python raises it for real when it runs the function
+            error = Unsupported(f"{raised.describe()} raised in captured code and not caught there")
+            self.locate(error)
+            raise error from None
 
     def take_snapshot(self, ins: Instr) -> None:
         """Remember the state before a root instruction: a graph break restarts from here."""
@@ -372,6 +392,9 @@ class Frame:
             self.push(ops.unary(self, "pos", value))
         elif name == "INTRINSIC_LIST_TO_TUPLE":
             self.push(TupleVar(list(value.items)))
+        elif name == "INTRINSIC_STOPITERATION_ERROR":
+            # an exception leaving a generator, which calls.inline_call refuses whatever it is
+            self.push(value)
         else:
             self.fail(f"intrinsic {name} is not supported")
 
@@ -448,7 +471,7 @@ class Frame:
 
     def BUILD_SET(self, ins: Instr) -> None:
         items = self.popn(ins.arg)
-        self.push(ConstVar({ops.as_const(self, i, "a set element") for i in items}))
+        self.push(SetVar({ops.as_const(self, i, "a set element") for i in items}))
 
     def BUILD_MAP(self, ins: Instr) -> None:
         flat = self.popn(2 * ins.arg)
@@ -475,13 +498,12 @@ class Frame:
 
     def SET_ADD(self, ins: Instr) -> None:
         value = self.pop()
-        target = self.stack[-ins.arg]
-        target.value.add(ops.as_const(self, value, "a set element"))
+        ops.mutable_set(self, self.stack[-ins.arg]).items.add(ops.as_const(self, value, "a set element"))
 
     def SET_UPDATE(self, ins: Instr) -> None:
         value = self.pop()
-        target = self.stack[-ins.arg]
-        target.value.update(ops.as_const(self, i, "a set element") for i in ops.iterate(self, value))
+        items = [ops.as_const(self, i, "a set element") for i in ops.iterate(self, value)]
+        ops.mutable_set(self, self.stack[-ins.arg]).items.update(items)
 
     def MAP_ADD(self, ins: Instr) -> None:
         value = self.pop()
@@ -570,10 +592,64 @@ class Frame:
         self.yielded.append(self.pop())
         self.push(ConstVar(None))  # the value sent back in
 
-    # -- what breaks ----------------------------------------------------------------------------
-    def RAISE_VARARGS(self, ins: Instr) -> None:
-        self.fail("raise statement in captured code")
+    def GET_YIELD_FROM_ITER(self, ins: Instr) -> None:
+        self.push(ops.get_iter(self, self.pop()))
 
+    def SEND(self, ins: Instr) -> None:
+        """``yield from``: the next item of the receiver, or its return value and a jump."""
+        self.pop()  # the value sent in: always None, nothing calls send() on a generator the capture runs
+        receiver = self.stack[-1]
+        if not isinstance(receiver, IteratorVar):
+            self.fail("yield from over an iterator the capture does not model")
+        self.state.remember(receiver)
+        item = receiver.next()
+        if item is not None:
+            self.push(item)
+            return
+        if PY312:  # the END_SEND at the target pops the receiver
+            self.push(receiver.result)
+        else:
+            self.stack[-1] = receiver.result
+        self.jump(ins.argval)
+
+    def END_SEND(self, ins: Instr) -> None:  # 3.12
+        del self.stack[-2]
+
+    # -- exceptions (see exceptions.py) ---------------------------------------------------------
+    def RAISE_VARARGS(self, ins: Instr) -> None:
+        if ins.arg == 0:  # bare `raise`: the exception being handled
+            if self.state.handled is None:
+                exceptions.throw(RuntimeError("No active exception to reraise"))
+            raise exceptions.Raised(self.state.handled)
+        cause = self.pop() if ins.arg == 2 else None
+        raise exceptions.Raised(exceptions.raising(self, self.pop(), cause))
+
+    def PUSH_EXC_INFO(self, ins: Instr) -> None:
+        exc = self.pop()
+        self.push(self.state.handled or ConstVar(None))
+        self.state.handled = exc
+        self.push(exc)
+
+    def POP_EXCEPT(self, ins: Instr) -> None:
+        previous = self.pop()
+        self.state.handled = None if previous.value is None else previous
+
+    def CHECK_EXC_MATCH(self, ins: Instr) -> None:
+        classes = self.pop()
+        self.push(ConstVar(exceptions.matches(self, self.stack[-1], classes)))
+
+    def RERAISE(self, ins: Instr) -> None:
+        raise exceptions.Raised(self.pop())
+
+    def WITH_EXCEPT_START(self, ins: Instr) -> None:
+        """``__exit__(type, value, traceback)`` of a with-block an exception leaves."""
+        exc = self.stack[-1]
+        self.push(calls.call(self, self.stack[-4], [ConstVar(type(exc.value)), exc, ConstVar(None)], {}))
+
+    def LOAD_ASSERTION_ERROR(self, ins: Instr) -> None:
+        self.push(ConstVar(AssertionError))
+
+    # -- what breaks ----------------------------------------------------------------------------
     def BEFORE_WITH(self, ins: Instr) -> None:
         from .contexts import GradModeContext, enter
 
@@ -584,9 +660,6 @@ class Frame:
         exit_var, value = enter(self, ctx)
         self.push(exit_var)
         self.push(value)
-
-    def LOAD_ASSERTION_ERROR(self, ins: Instr) -> None:
-        self.fail("assertion failed at capture time")
 
     def IMPORT_NAME(self, ins: Instr) -> None:
         """``import x.y``: allowed for modules already loaded (importing them again does nothing)."""

@@ -13,10 +13,11 @@ import torch
 
 from ..errors import Unsupported
 from . import objects
+from .exceptions import evaluate, throw
 from .objects import ObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
-    NULL, BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, TensorVar,
+    NULL, BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar,
     TupleVar, Var, contains_tensor,
 )
 
@@ -45,6 +46,8 @@ def python_value(var: Var) -> Any:
         return [python_value(v) for v in var.items]
     if isinstance(var, DictVar):
         return {k: python_value(v) for k, v in var.items.items()}
+    if isinstance(var, SetVar):
+        return set(var.items)
     if isinstance(var, BoundMethodVar):
         import types
 
@@ -99,22 +102,39 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         frame.fail(f"binary operator {symbol!r} is not supported")
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return frame.state.graph.call("call_function", op, (a, b), {})
+    # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
+    if symbol in _SET_INPLACE and (isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):
+        evaluate(op, mutable_set(frame, a).items, as_const(frame, b, "a set operand"))
+        return a
+    if symbol in ("+=", "*=") and isinstance(a, ListVar):
+        items = mutable_list(frame, a).items
+        if symbol == "+=":
+            items.extend(iterate(frame, b))
+        else:
+            items[:] = evaluate(operator.mul, items, as_const(frame, b, "a list repeat count"))
+        return a
     try:
-        return _fold(frame, op, a, b)
+        result = _fold(frame, op, a, b)
     except NotConstant:
         pass
-    # containers holding tensors: +, * and their in-place forms, structurally
+    else:  # set operators make a new set
+        return SetVar(result.value) if _is_set(a) and _is_set(b) and type(result.value) is set else result
+    # containers holding tensors: + and *, structurally
     left, right = _sequence_items(a), _sequence_items(b)
     base = symbol.rstrip("=")
     if base == "+" and left is not None and right is not None:
-        if symbol == "+=" and isinstance(a, ListVar):
-            mutable_list(frame, a).items.extend(right)
-            return a
         return (ListVar if isinstance(a, ListVar) else TupleVar)(list(left) + list(right))
     if base == "*" and left is not None and isinstance(b, ConstVar) and isinstance(b.value, int):
         return (ListVar if isinstance(a, ListVar) else TupleVar)(list(left) * b.value)
     frame.fail(f"operator {symbol!r} on {_kind(a)} and {_kind(b)} is not supported")
     raise AssertionError
+
+
+_SET_INPLACE = {"|=", "&=", "-=", "^="}
+
+
+def _is_set(var: Var) -> bool:
+    return isinstance(var, SetVar) or isinstance(var, ConstVar) and isinstance(var.value, (set, frozenset))
 
 
 def unary(frame: "Frame", name: str, a: Var) -> Var:
@@ -170,6 +190,8 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
 def contains(frame: "Frame", container: Var, item: Var) -> bool:
     if isinstance(container, DictVar):
         return as_const(frame, item, "a dict key") in container.items
+    if isinstance(container, SetVar):
+        return evaluate(operator.contains, container.items, as_const(frame, item, "a set element"))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
         frame.fail("`in` test involving a tensor depends on tensor data")
     try:
@@ -183,7 +205,7 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
 def truthy(frame: "Frame", var: Var) -> bool:
     if isinstance(var, ConstVar):
         return bool(var.value)
-    if isinstance(var, (TupleVar, ListVar, DictVar)):
+    if isinstance(var, (TupleVar, ListVar, DictVar, SetVar)):
         return len(var.items) > 0
     if isinstance(var, TensorVar):
         frame.fail("data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`)")
@@ -214,12 +236,14 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
             return ListVar(items) if isinstance(obj, ListVar) else TupleVar(items, tuple_type=_slice_type(obj))
         try:
             return obj.items[key]
-        except (IndexError, TypeError) as exc:
-            frame.fail(f"indexing raised {type(exc).__name__}: {exc}")
+        except (IndexError, TypeError):  # raise what Python raises for a sequence of this type
+            return evaluate(operator.getitem, obj.items if isinstance(obj, ListVar) else tuple(obj.items), key)
     if isinstance(obj, DictVar):
         key = as_const(frame, index, "a dict key")
         if key not in obj.items:
-            frame.fail(f"KeyError: {key!r}")
+            if hasattr(obj.dict_type, "__missing__"):
+                frame.fail(f"{obj.dict_type.__name__}[{key!r}] would call __missing__")
+            throw(KeyError(key))
         return obj.items[key]
     if isinstance(obj, ObjectVar):
         from .calls import call_dunder
@@ -294,6 +318,13 @@ def mutable_list(frame: "Frame", var: Var) -> ListVar:
     return var
 
 
+def mutable_set(frame: "Frame", var: Var) -> SetVar:
+    if not isinstance(var, SetVar):
+        frame.fail("mutating a set that exists outside the captured code (a graph break runs it in Python)")
+    frame.state.remember(var)
+    return var
+
+
 def mutable_dict(frame: "Frame", var: Var) -> DictVar:
     if not isinstance(var, DictVar):
         frame.fail(f"expected a dict, got a {_kind(var)}")
@@ -318,6 +349,8 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
         return list(var.items)
     if isinstance(var, DictVar):
         return [ConstVar(k) for k in var.items]
+    if isinstance(var, SetVar):
+        return [lift(v) for v in var.items]
     if isinstance(var, IteratorVar):
         items = var.items[var.index:]
         frame.state.remember(var)
@@ -355,5 +388,5 @@ def get_iter(frame: "Frame", var: Var) -> IteratorVar:
 __all__ = [
     "NULL", "as_const", "binary", "compare", "contains", "contains_tensor", "delitem",
     "dict_items", "get_iter", "getitem", "is_same", "iterate", "lift", "make_slice",
-    "mutable_dict", "mutable_list", "python_value", "setitem", "truthy", "unary",
+    "mutable_dict", "mutable_list", "mutable_set", "python_value", "setitem", "truthy", "unary",
 ]

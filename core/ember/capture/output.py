@@ -14,7 +14,7 @@ import torch
 from ..errors import Unsupported
 from .graph import GraphBuilder
 from .sources import Constants
-from .values import ConstVar, DictVar, TensorVar, TupleVar, ListVar, Var
+from .values import ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
 _LITERALS = (bool, int, str, type(None), bytes)
 
@@ -54,18 +54,22 @@ class OutputBuilder:
             return f"{cls}(({items}))"
         if isinstance(var, ListVar):
             return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
+        if isinstance(var, SetVar):  # a new set on every call, as in Python
+            return "{" + ", ".join(self.key(k) for k in var.items) + "}" if var.items else "set()"
         if isinstance(var, DictVar):
             body = ", ".join(f"{self.key(k)}: {self.expr(v)}" for k, v in var.items.items())
             if var.dict_type is dict:
                 return "{" + body + "}"
             return f"{self.consts.name(var.dict_type, 'D')}({{{body}}})"
-        from .attrs import TensorMethod
+        from .attrs import ContainerMethod, TensorMethod
         from .objects import ObjectVar, rebuild_expr
 
         if isinstance(var, ObjectVar):
             return rebuild_expr(self, var)
         if isinstance(var, TensorMethod):
             return f"{self.expr(var.tensor)}.{var.name}"
+        if isinstance(var, ContainerMethod) and var.container.source is not None:  # bound to the real object
+            return f"{self.expr(var.container)}.{var.name}"
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
 
     def key(self, key: object) -> str:

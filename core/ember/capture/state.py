@@ -23,6 +23,8 @@ class CaptureState:
     shadows: dict[int, Any] = dataclasses.field(default_factory=dict)
     #: original contents of containers/iterators changed by the current root instruction
     undo: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+    #: the exception being handled (what a bare ``raise`` re-raises), a ConstVar, or None
+    handled: Any = None
 
     def remember(self, var: Any) -> None:
         """Save ``var``'s state the first time the current root instruction changes it."""
@@ -30,10 +32,8 @@ class CaptureState:
             return
         if hasattr(var, "index"):
             self.undo[id(var)] = (var, var.index)
-        elif isinstance(var.items, dict):
-            self.undo[id(var)] = (var, dict(var.items))
-        else:
-            self.undo[id(var)] = (var, list(var.items))
+        else:  # the items of a list, dict or set
+            self.undo[id(var)] = (var, var.items.copy())
 
     def rollback(self) -> None:
         """Undo what the failed root instruction did to containers and iterators."""

@@ -4,9 +4,11 @@
 - :class:`ConstVar`: any Python value known at capture time (numbers, strings, modules,
   functions, classes, dtypes...). Operations on constants are evaluated for real.
 - :class:`TupleVar`, :class:`ListVar`, :class:`DictVar`: containers that may hold tensors.
+- :class:`SetVar`: a set made inside the captured code (its elements are Python values).
 - :class:`FunctionVar`: a function created inside the captured code (``MAKE_FUNCTION``).
 - :class:`BoundMethodVar`: ``obj.method`` where the method is Python code to inline.
-- :class:`IteratorVar`: the state of a ``for`` loop over a materialised sequence.
+- :class:`IteratorVar`: the state of a ``for`` loop over a materialised sequence (for a
+  generator run to completion, also the value it returned).
 - :class:`CellVar`: a closure cell created inside the captured code.
 - :data:`NULL`: the NULL marker pushed before callables (``PUSH_NULL`` / ``LOAD_GLOBAL``).
 
@@ -86,6 +88,18 @@ class DictVar(Var):
 
 
 @dataclasses.dataclass(eq=False)
+class SetVar(Var):
+    """A set built by the captured code (``{a, b}``, ``set()``, ``s | t``...): it exists only in
+    the capture, so it is mutated here and rebuilt in the output. Sets read from outside stay
+    :class:`ConstVar` (mutating one breaks the graph)."""
+
+    items: set
+
+    def python_type(self) -> type:
+        return set
+
+
+@dataclasses.dataclass(eq=False)
 class CellVar(Var):
     contents: Var | None = None
 
@@ -116,6 +130,7 @@ class BoundMethodVar(Var):
 class IteratorVar(Var):
     items: list[Var]
     index: int = 0
+    result: Var = dataclasses.field(default_factory=lambda: ConstVar(None))  # what `yield from` evaluates to
 
     def python_type(self) -> type:
         return type(iter(()))

@@ -109,8 +109,11 @@ def clone(value: Any, memo: dict[int, Any] | None = None) -> Any:
         items = [clone(v, memo) for v in value]
         out = type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
     elif isinstance(value, dict):
-        out = memo[id(value)] = type(value)()
+        out = memo[id(value)] = copy.copy(value)  # keeps a defaultdict's factory
+        out.clear()
         out.update((k, clone(v, memo)) for k, v in value.items())
+    elif type(value) is set:
+        out = set(value)
     else:
         return value
     memo[id(value)] = out

@@ -125,7 +125,8 @@ def raises_value_error(x, n):
     return x * n
 
 
-add("raise_statement", raises_value_error, [(t(2), -1), (t(2), 2)], "raise")
+# the ValueError leaves the function: Python raises it for n < 0 (n >= 0 gets a graph)
+add("raise_statement", raises_value_error, [(t(2), -1), (t(2), 2)], "raised in captured code and not caught")
 
 
 def nonzero_dynamic_shape(x):

@@ -76,6 +76,18 @@ add("list_copy_then_mutate", lambda xs: (lambda c: (c.append(c[0] * 2), c)[1])(l
     [([t(2), t(2, seed=1)],)], 1)
 add("list_index_count", lambda x, vals: x * vals.index(5) + vals.count(1), [(t(2), [1, 5, 1]), (t(2), [5])], 2)
 
+
+def list_inplace_add_mul(x, arg):
+    local = [1]
+    alias = local
+    local += (2, 3)  # list.__iadd__ extends in place: the alias sees it
+    local *= 2
+    arg += [x * 2]  # the caller's list changes too
+    return x * len(alias), alias
+
+
+add("list_inplace_add_mul_aliases", list_inplace_add_mul, [(t(2), [0]), (t(2), [t(2, seed=1)])], 2)
+
 # -- dicts --------------------------------------------------------------------------------------------
 def dict_build(x):
     d = {"a": x, "b": x * 2}

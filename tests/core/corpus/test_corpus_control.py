@@ -333,10 +333,7 @@ def set_methods_local(x, vals):
     return x * len(seen)
 
 
-add("set_methods_local", set_methods_local, [(t(2), [1, 1, 2]), (t(2), [3])], 2,
-    xfail="set.add/discard/update on a set made in captured code with set(): calls.call refuses "
-          "'call to set.add' (a ConstVar holding a real set; torch_ops.is_pure_function does not cover "
-          "set methods and no container handler models sets) -> graph break")
+add("set_methods_local", set_methods_local, [(t(2), [1, 1, 2]), (t(2), [3])], 2)
 add("set_literal_ops", lambda x, n: x * len({1, 2, n} | {5}), [(t(2), 1), (t(2), 9)], 2)
 add("range_len_and_index", lambda x: x * len(range(2, 10, 3)) + range(5)[-1], [(t(2),)], 1)
 add("callable_and_type", lambda x, f: x * 2 if callable(f) and type(x) is torch.Tensor else x,

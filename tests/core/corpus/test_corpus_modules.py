@@ -370,9 +370,9 @@ class ParamsIteration(nn.Module):
 
 
 add("iterate_parameters", ParamsIteration, [(t(2),)], 1,
-    xfail="self.parameters() -> Module._named_members builds `memo = set()` and calls memo.add(v): "
-          "set.add on a set created in captured code is refused by calls.call ('call to set.add is not "
-          "supported'); only BUILD_SET/SET_ADD literals are modelled (frame.py), not set() + methods")
+    xfail="self.parameters() -> Module._named_members dedups with `memo = set()` and `v in memo` / "
+          "memo.add(v) where v is a parameter: sets made in captured code hold Python values only, so "
+          "a tensor element is refused ('a set element needs a Python value, got a tensor')")
 
 
 class NoGradParam(nn.Module):
