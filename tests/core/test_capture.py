@@ -284,3 +284,20 @@ def test_gradients_flow_through_the_eager_backend():
     mod(x).sum().backward()
     for got, expected in zip(grads, [p.grad for p in mod.parameters()] + [x.grad]):
         torch.testing.assert_close(got, expected)
+
+
+def test_one_list_passed_twice_aliases_as_in_python():
+    def fn(x, a, b):
+        a.append(2)
+        return x + len(b), a is b
+
+    opt = ember.compile(fn, backend="eager")
+    with no_fallback():
+        for same in (True, False, True):
+            a = [1]
+            b = a if same else [1]
+            a2 = [1]
+            b2 = a2 if same else [1]
+            out, expected = opt(torch.ones(2), a, b), fn(torch.ones(2), a2, b2)
+            torch.testing.assert_close(out[0], expected[0])
+            assert out[1] == expected[1] and (a, b) == (a2, b2)

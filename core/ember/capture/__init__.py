@@ -70,7 +70,8 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     reason: Unsupported | None = None
     try:
         result = frame.run()
-        tail = [f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder),
+        shared = builder.share([result, *state.side_effects.values()])
+        tail = [*shared, f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder),
                 "    return ___result"]
     except Unsupported as exc:
         exc.guards = state.guards  # what was read before the failure decides the fallback entry
@@ -96,7 +97,7 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
 
 def _before_native_step(lines: list[str], replay: list[str]) -> list[str]:
     """Insert the side-effect replay after the stack is rebuilt, before the native step."""
-    split = next((i for i, line in enumerate(lines) if not line.startswith("    ___s")), len(lines))
+    split = next((i for i, line in enumerate(lines) if not line.startswith(("    ___s", "    ___b"))), len(lines))
     return lines[:split] + replay + lines[split:]
 
 

@@ -73,6 +73,8 @@ class _Writer:
         self.lines: list[str] = []
         self.resumes: list[ResumeRequest] = []
         self.slots: list[tuple[str, str]] = []  # (kind, expression) per stack slot
+        # a container on the stack and in a local (or twice anywhere) stays one object
+        self.lines += out.share([*snap.stack, *snap.locals.values(), *snap.side_effects.values()])
         for i, var in enumerate(snap.stack):
             self.slots.append(self._slot(i, var))
         self.local_exprs: dict[str, str] = {}

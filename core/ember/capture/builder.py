@@ -50,12 +50,17 @@ def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
         if source is not None:
             guards.equals(source, value)
         return ConstVar(value, source)
+    if source is not None and isinstance(value, (list, *_PLAIN_DICTS)):
+        seen = state.containers.get(id(value))
+        if seen is not None and seen[0] is value:
+            guards.same_object(source, seen[1].source)
+            return seen[1]
     if isinstance(value, (tuple, list)):
         if source is not None:
             guards.length(source, value)
         items = [wrap(state, v, ItemSource(source, i) if source else None) for i, v in enumerate(value)]
         if isinstance(value, list):
-            return ListVar(items, source)
+            return _one_var(state, value, ListVar(items, source))
         return TupleVar(items, source, type(value))
     if type(value) in _PLAIN_DICTS:
         if not all(_is_key(k) for k in value):
@@ -63,8 +68,14 @@ def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
         if source is not None:
             guards.dict_keys(source, value)
         items = {k: wrap(state, v, ItemSource(source, k) if source else None) for k, v in value.items()}
-        return DictVar(items, source, type(value))
+        return _one_var(state, value, DictVar(items, source, type(value)))
     return _opaque(state, value, source)
+
+
+def _one_var(state: "CaptureState", value: Any, var: Var) -> Var:
+    if var.source is not None:
+        state.containers[id(value)] = (value, var)
+    return var
 
 
 def _is_key(key: Any) -> bool:

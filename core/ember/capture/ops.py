@@ -184,6 +184,8 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
         if a.node.op == "placeholder" and b.node.op == "placeholder":
             frame.state.guards.distinct([a.source, b.source])  # they must stay different objects
         return False
+    if a.source is not None and b.source is not None:  # two containers read from the frame
+        frame.state.guards.distinct([a.source, b.source])
     return False
 
 

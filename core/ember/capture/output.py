@@ -27,11 +27,44 @@ class OutputBuilder:
         self.consts = consts
         self.outputs: list[TensorVar] = []
         self._index: dict[torch.fx.Node, int] = {}
+        self._shared: dict[int, str] = {}  # id(container Var) -> runner variable holding it
+
+    def share(self, roots: list[Var]) -> list[str]:
+        """Lines binding each container the capture built that ``roots`` reach more than once
+        (a list on the stack and in a local, a dict returned twice) to one runner variable, so
+        that the rebuilt values alias each other as the Python objects did."""
+        counts: dict[int, int] = {}
+        order: list[Var] = []
+
+        def visit(var: Var) -> None:
+            if var.source is not None:
+                return
+            if isinstance(var, TupleVar):
+                for item in var.items:
+                    visit(item)
+            elif isinstance(var, (ListVar, DictVar, SetVar)):
+                counts[id(var)] = counts.get(id(var), 0) + 1
+                if counts[id(var)] == 1:
+                    for item in var.items.values() if isinstance(var, DictVar) else \
+                            var.items if isinstance(var, ListVar) else ():
+                        visit(item)
+                    order.append(var)  # after its items: they are bound first
+        for root in roots:
+            visit(root)
+        lines = []
+        for var in order:
+            if counts[id(var)] > 1:
+                name = f"___b{len(self._shared)}"
+                lines.append(f"    {name} = {self.expr(var)}")
+                self._shared[id(var)] = name
+        return lines
 
     def expr(self, var: Var, fresh: bool = False) -> str:
         """Python expression for ``var``; ``fresh`` rebuilds a container even if it has a source."""
         if var.source is not None and not (fresh and isinstance(var, (ListVar, DictVar, TupleVar))):
             return var.source.expr(self.consts)  # an input as it is: the same object
+        if id(var) in self._shared:
+            return self._shared[id(var)]
         if isinstance(var, TensorVar):
             if var.node.op == "placeholder":
                 return next(s for s, n, _ in self.graph.inputs if n is var.node).expr(self.consts)

@@ -48,6 +48,13 @@ class SideEffects:
     def mutated(self, container: Var) -> None:
         self.containers[id(container)] = container
 
+    def values(self) -> list[Var]:
+        """Every value the replay writes (for aliasing between them and the returned values)."""
+        out: list[Var] = list(self.containers.values())
+        out += [value for _, _, value in self.attrs.values() if value is not DELETED]
+        out += [value for _, _, value in self.globals.values()]
+        return out
+
     def replay_lines(self, out: "OutputBuilder") -> list[str]:
         """Python statements that apply every recorded effect to the real objects."""
         lines = []

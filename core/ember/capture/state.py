@@ -25,6 +25,9 @@ class CaptureState:
     undo: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
     #: the exception being handled (what a bare ``raise`` re-raises), a ConstVar, or None
     handled: Any = None
+    #: id(real list or dict read from the frame) -> (it, its Var): one Var per object, so that
+    #: a list reached through two names aliases in the capture as it does in Python
+    containers: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
 
     def remember(self, var: Any) -> None:
         """Save ``var``'s state the first time the current root instruction changes it."""

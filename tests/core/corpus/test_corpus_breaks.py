@@ -152,6 +152,42 @@ def assert_on_tensor(x):
 add("assert_on_tensor", assert_on_tensor, [(t(2),)], "data-dependent")
 
 
+def _print_and_fill(d, lst):
+    print("corpus print", len(d), end=" ")
+    d["b"] = 2
+    lst.append(3)
+    return 0
+
+
+def container_mutated_at_break(x):
+    d = {"a": 1}
+    lst = [1]
+    pair = (lst, [lst])
+    r = _print_and_fill(d, lst)  # the break: the callee runs natively and mutates both
+    return x + len(d) + len(lst) + len(pair[1][0]) + r, pair[0] is lst
+
+
+add("container_mutated_at_break", container_mutated_at_break, [(t(3),), (t(4),)], "print")
+
+
+def returns_one_list_twice(x):
+    lst = [x * 2]
+    print("corpus print", end=" ")
+    return lst, lst, {"same": lst}, lst[0] is lst[0]
+
+
+add("returns_one_list_twice", returns_one_list_twice, [(t(3),)], "print")
+
+
+def test_aliasing_containers_stay_one_object() -> None:
+    import ember
+
+    compiled = ember.compile(returns_one_list_twice, backend="eager")
+    for n in (3, 4):
+        a, b, d, _ = compiled(t(n))
+        assert a is b and d["same"] is a
+
+
 @pytest.mark.parametrize("case", params(CASES))
 def test_breaks(case):
     run_case(case)
