@@ -44,11 +44,12 @@ class OutputBuilder:
                     visit(item)
             elif isinstance(var, (ListVar, DictVar, SetVar)):
                 counts[id(var)] = counts.get(id(var), 0) + 1
-                if counts[id(var)] == 1:
-                    for item in var.items.values() if isinstance(var, DictVar) else \
-                            var.items if isinstance(var, ListVar) else ():
+                if counts[id(var)] > 1:
+                    return
+                if isinstance(var, (ListVar, DictVar)):  # a set's items are plain Python values
+                    for item in var.items.values() if isinstance(var, DictVar) else var.items:
                         visit(item)
-                    order.append(var)  # after its items: they are bound first
+                order.append(var)  # after its items: they are bound first
         for root in roots:
             visit(root)
         lines = []

@@ -154,7 +154,7 @@ class CppKernel:
         self.expanded: dict[str, str] = {}  # temporary -> its expression over loads and accumulators
         self.stage = -1
         self.stage_scope: Scope | None = None
-        self.seen: dict[str, set[int]] = {}  # probe: expensive expression -> inner stages computing it
+        self.seen: dict[str, set[int]] | None = None  # probe only: expensive expression -> inner stages
         self.reuse: dict[str, str] = {}  # expression -> row array holding it
         self.reuse_saved: set[str] = set()
 
@@ -178,7 +178,7 @@ class CppKernel:
             if row is not None:
                 self.scope.lines.append(f"{row}[{self._row_index()}] = {var};")
                 self.reuse_saved.add(full)
-            elif self.scope is self.stage_scope and _EXPENSIVE.search(expr):
+            elif self.seen is not None and self.scope is self.stage_scope and _EXPENSIVE.search(expr):
                 self.seen.setdefault(full, set()).add(self.stage)
         self.scope.cache[expr] = var
         return var
@@ -192,7 +192,8 @@ class CppKernel:
         if not R.is_Integer or R > REUSE_MAX_ROW:
             return []
         probe = CppKernel(self.name, self.group, self.stored, self.buffers)
-        probe.generate(probe=True)
+        probe.seen = {}
+        probe.generate()
         if any(self.buffers[n].get_dtype() == torch.float64 for n in probe.params):
             return []
         return [e for e, stages in probe.seen.items() if len(stages) > 1 and "double" not in e]
@@ -365,12 +366,12 @@ class CppKernel:
                 [f"  {line}" for line in body] + ["}"]
         return self.red_pre + ["{"] + body + ["}"] + self.red_post
 
-    def generate(self, probe: bool = False) -> str:
+    def generate(self) -> str:
         plan = self.plan
         O, R = indexing.numel(plan.outer), indexing.numel(plan.r)
         has_red = any(n.is_reduction for n in self.group.nodes)
         stages = len([s for s in plan.stages if s[0] == "inner"])
-        if has_red and stages > 1 and not probe:
+        if has_red and stages > 1 and self.seen is None:  # not the probe itself
             self.reuse = {e: f"row{k}" for k, e in enumerate(self._reuse_candidates())}
             self.scope.lines += [f"alignas(64) float {row}[{int(R)}];" for row in self.reuse.values()]
         with set_handler(self):
