@@ -368,3 +368,29 @@ def test_metadata_mutation_of_input_falls_back(caplog):
     out = compiled(x)
     assert x.shape == (1, 3) and out.shape == (1, 3)
     assert "metadata" in caplog.text
+
+
+def test_outputs_without_a_gradient_get_no_materialized_zeros():
+    """Only one of two differentiable outputs feeds the loss: the backward gets zeros for the
+    other one (made by ember_aot, not by autograd), gradients match eager, and a batch-norm step
+    makes no zeros for its non-differentiable buffer outputs."""
+    def fn(x, w):
+        return torch.tanh(x @ w), (x @ w).sin()
+
+    fast = aot_eager(torch.fx.symbolic_trace(fn), [torch.randn(3, 4), torch.randn(4, 5)])
+    x, w = torch.randn(3, 4), torch.randn(4, 5, requires_grad=True)
+    a, _ = fast(x, w)
+    a.sum().backward()
+    rw = w.detach().requires_grad_()
+    fn(x, rw)[0].sum().backward()
+    torch.testing.assert_close(w.grad, rw.grad)
+    b, c = fast(x, w.detach().requires_grad_())
+    (b.sum() + c.sum()).backward()  # both gradients present still works
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    fast_model = _ember_compile()(model, backend="aot_eager")
+    inp = torch.randn(2, 3, 8, 8)
+    fast_model(inp).sum().backward()
+    with torch.profiler.profile() as prof:
+        fast_model(inp).sum().backward()
+    assert "aten::zeros" not in {e.key for e in prof.key_averages()}

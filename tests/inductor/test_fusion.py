@@ -79,6 +79,28 @@ def test_matmul_epilogue_fuses_around_extern() -> None:
     assert "aten.mm" in compiled.compiled.wrapper_source or "c0" in compiled.compiled.wrapper_source
 
 
+def test_linear_bias_fuses_into_the_consumer_kernel() -> None:
+    """addmm whose result only feeds kernels: a plain matmul, the bias added in the consumer."""
+    compiled = check(lambda x, w, b: torch.relu(F.linear(x, w, b)) * 2,
+                     torch.randn(8, 16), torch.randn(32, 16), torch.randn(32))
+    wrapper = compiled.compiled.wrapper_source
+    assert re.search(r"= linear\(\w+, \w+\)\n", wrapper), wrapper
+    assert len(_kernels(compiled)) == 1
+
+
+def test_linear_feeding_an_output_keeps_the_bias_in_the_matmul() -> None:
+    compiled = check(lambda x, w, b: F.linear(x, w, b).t(), torch.randn(8, 16), torch.randn(32, 16),
+                     torch.randn(32))
+    assert _kernels(compiled) == []  # no separate kernel adds the bias
+
+
+def test_matmul_with_a_strided_weight_is_not_rewritten_as_linear() -> None:
+    """Only a whole dense (N, K) weight read transposed becomes ``linear``."""
+    w = torch.randn(32, 40)[:, ::2]
+    compiled = check(lambda x, w, b: F.linear(x, w, b) + 1, torch.randn(8, 20), w, torch.randn(32))
+    assert "linear(" not in compiled.compiled.wrapper_source
+
+
 def test_sibling_reductions_share_a_kernel() -> None:
     compiled = check(lambda x: (x.sum(1), x.amax(1), (x * x).sum(1)), torch.randn(16, 64))
     assert len(_kernels(compiled)) == 1

@@ -112,10 +112,11 @@ class AOTCompiledGraph:
     @staticmethod
     def _key(args: Sequence[Any]) -> Any:
         grad = torch.is_grad_enabled()
-        key = tuple(
-            (a.requires_grad and grad) if isinstance(a, torch.Tensor) else (type(a), a)
-            for a in args
-        )
+        tensor = torch.Tensor
+        if grad:
+            key = tuple([a.requires_grad if isinstance(a, tensor) else (type(a), a) for a in args])
+        else:
+            key = tuple([False if isinstance(a, tensor) else (type(a), a) for a in args])
         try:
             hash(key)
         except TypeError:

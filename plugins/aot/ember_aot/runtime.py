@@ -30,9 +30,12 @@ log = logging.getLogger("ember.aot")
 TangentLayout = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
 
 
-def _coerce(grad: torch.Tensor, layout: TangentLayout) -> torch.Tensor:
-    """``grad`` with the strides the backward graph was traced for (copied only if needed)."""
+def _coerce(grad: torch.Tensor | None, layout: TangentLayout, device: torch.device) -> torch.Tensor:
+    """``grad`` with the strides the backward graph was traced for (copied only if needed); zeros
+    for an output that got no gradient (grads are not materialized: most outputs never get one)."""
     size, stride, dtype = layout
+    if grad is None:
+        return torch.empty_strided(size, stride, dtype=dtype, device=device).zero_()
     if grad.dtype == dtype and same_stride(size, grad.stride(), stride):
         return grad
     out = torch.empty_strided(size, stride, dtype=dtype, device=grad.device)
@@ -57,6 +60,8 @@ class AOTFunction(torch.autograd.Function):
         ]
         ctx.save_for_backward(*outs[n:])
         ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
+        ctx.set_materialize_grads(False)
+        ctx.devices = [fwd[i].device for i in plan.diff_outputs]
         return fwd
 
     @staticmethod
@@ -65,8 +70,8 @@ class AOTFunction(torch.autograd.Function):
         create_graph = torch.is_grad_enabled()
         with torch.no_grad():
             tangents = [
-                _coerce(grads[i], layout)
-                for i, layout in zip(plan.diff_outputs, plan.tangent_layouts)
+                _coerce(grads[i], layout, device)
+                for i, layout, device in zip(plan.diff_outputs, plan.tangent_layouts, ctx.devices)
             ]
             results = list(plan.bw(*ctx.saved_tensors, *tangents))
         if create_graph and results:
@@ -173,10 +178,7 @@ class CompiledPlan:
                 raise RuntimeError("ember_aot: compiled graph returned a base with another layout")
             return self._eager(args, "the compiled graph returned a base with another layout")
         if self.mutated_inputs:
-            with torch.no_grad():
-                for j, new in zip(self.mutated_inputs, outs):
-                    if new is not primals[j]:
-                        primals[j].copy_(new)
+            _write_back([primals[j] for j in self.mutated_inputs], outs)
         result = []
         for kind, slot, layout, grad in self._rebuild:
             if kind == GRAPH:
@@ -193,6 +195,20 @@ class CompiledPlan:
                     offset = src.storage_offset() + layout.offset
                     result.append(src.as_strided(layout.size, layout.stride, offset))
         return pytree.tree_unflatten(result, self.analysis.out_spec)
+
+
+def _write_back(targets: list[torch.Tensor], values: Sequence[torch.Tensor]) -> None:
+    """Copy the new values of mutated inputs into them: one foreach copy per dtype and device
+    (one fused kernel on CUDA), not one op each."""
+    groups: dict[tuple, tuple[list, list]] = {}
+    for t, v in zip(targets, values):
+        if v is not t:
+            dst, src = groups.setdefault((t.dtype, t.device, v.dtype), ([], []))
+            dst.append(t)
+            src.append(v)
+    with torch.no_grad():
+        for dst, src in groups.values():
+            torch._foreach_copy_(dst, src)
 
 
 def _mutated_input_aliases(primals: list[torch.Tensor], plan: CompiledPlan) -> bool:

@@ -159,10 +159,17 @@ class TritonLauncher:
         stream = self._stream
         assert stream is not None
         constexprs = tuple(value for _, value in self.configs[index].meta)  # the launcher takes them too
+        direct = _direct_launcher(run)
+        if direct is not None:
+            c_launch, flags = direct
 
-        def launch(*args: torch.Tensor) -> None:
+            def launch(*args: torch.Tensor) -> None:
+                c_launch(gx, gy, gz, stream(), function, *flags, packed, None, None, None, *args, *constexprs)
+            return launch
+
+        def launch_generic(*args: torch.Tensor) -> None:
             run(gx, gy, gz, stream(), function, packed, None, None, None, *args, *constexprs)
-        return launch
+        return launch_generic
 
     def _autotune(self, args: Sequence[torch.Tensor]) -> int:
         usable = sorted(self.binaries)
@@ -197,6 +204,18 @@ class TritonLauncher:
         end.record()
         torch.cuda.synchronize()
         return start.elapsed_time(end)
+
+
+def _direct_launcher(run: Any) -> tuple[Callable, tuple] | None:
+    """Triton's C launch function and its fixed leading flags, when the kernel needs no scratch
+    memory: calling it directly skips the Python ``CudaLauncher.__call__`` (a frame, a closure
+    and two scratch allocations per launch). None when this Triton lays its launcher out otherwise."""
+    try:
+        if run.global_scratch_size or run.profile_scratch_size:
+            return None
+        return run.launch, (run.launch_cooperative_grid, run.launch_pdl, None, None)
+    except AttributeError:
+        return None
 
 
 def compile_all(launchers: list[TritonLauncher]) -> None:

@@ -17,6 +17,42 @@ from .. import ir
 from ..scheduler import FusedGroup, Scheduler
 
 
+aten = torch.ops.aten
+
+#: Extern ops with a ``torch.*`` binding of the same signature: its argument parser is faster
+#: than an OpOverload's generic one (convolution: 7.8 us against 11.8 us a call on a CPU).
+_BINDINGS = {aten.mm.default: torch.mm, aten.addmm.default: torch.addmm, aten.bmm.default: torch.bmm,
+             aten.baddbmm.default: torch.baddbmm, aten.convolution.default: torch.convolution}
+
+
+def _entry_point(op: Any) -> Any:
+    """The fastest callable that runs ``op``: its torch binding, else the OpOverload's C++ entry."""
+    return _BINDINGS.get(op) or getattr(op, "_op", op)
+
+
+def _as_linear(kernel: ir.ExternKernel) -> tuple | None:
+    """``(x, w[, bias])`` when ``kernel`` is ``mm(x, w.t())`` or ``addmm(bias, x, w.t())`` with
+    ``w`` a whole dense buffer: ``linear`` transposes ``w`` in C++, where a view made here costs
+    a Python ``as_strided`` call per weight and call."""
+    if kernel.op is aten.mm.default and not kernel.kwargs:
+        (x, wt), bias = kernel.args, None
+    elif kernel.op is aten.addmm.default and not kernel.kwargs:
+        bias, x, wt = kernel.args
+        if not isinstance(bias, ir.IRNode) or len(bias.get_size()) != 1:
+            return None
+    else:
+        return None
+    if not isinstance(wt, ir.ReinterpretView) or not isinstance(wt.data, ir.Buffer):
+        return None
+    base, view = wt.data.layout, wt.layout
+    if len(base.size) != 2 or view.offset != 0 or base.offset != 0:
+        return None
+    n, k = base.size
+    if list(base.stride) != [k, 1] or list(view.size) != [k, n] or list(view.stride) != [1, k]:
+        return None
+    return (x, wt.data) if bias is None else (x, wt.data, bias)
+
+
 class LayoutMismatch(RuntimeError):
     """An aten kernel returned a tensor with other strides than its meta kernel promised."""
 
@@ -41,6 +77,7 @@ class WrapperCodegen:
         self.tensor_args = tensor_args
         self.alloc_device = "" if device is None or device.type == "cpu" else ", device=device"
         self.globals: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided, "device": device,
+                                        "linear": torch.nn.functional.linear,
                                         "reinterpret": _reinterpret, "check_layout": _check_layout}
         self.var: dict[str, str] = {}
         self.n_const = 0
@@ -143,9 +180,13 @@ class WrapperCodegen:
                 lines.append(f"{kname}({args})")
             else:
                 kernel = g.node.kernel
-                op = self._const(kernel.op)
-                call = ", ".join([self._value(a) for a in kernel.args] +
-                                 [f"{k}={self._value(v)}" for k, v in kernel.kwargs.items()])
+                linear_args = _as_linear(kernel)
+                if linear_args is not None:
+                    op, call = "linear", ", ".join(self._value(a) for a in linear_args)
+                else:
+                    op = self._const(_entry_point(kernel.op))
+                    call = ", ".join([self._value(a) for a in kernel.args] +
+                                     [f"{k}={self._value(v)}" for k, v in kernel.kwargs.items()])
                 outs = [o for o in kernel.outputs]
                 if isinstance(kernel.result_spec, (list, tuple)):
                     tmp = f"r{n_var}"
