@@ -4,8 +4,9 @@
                              [--budget SECONDS]
 
 On the GPU machine: ``python -m benchmarks.run --device cuda --budget 400`` (CUDA-event timing,
-fp32 and bf16 workloads, torchvision resnet18 when importable, a back-to-back column for
-kernels; the table goes to ``$OUT`` when set). A workload that fails is logged and skipped.
+fp32 and bf16 workloads, torchvision resnet18 and densenet121 when torchvision imports, HF
+BERT-base when transformers does, a back-to-back column for kernels; the table goes to ``$OUT``
+when set). A workload that fails is logged and skipped.
 
 For every workload: first-call time (compile, with fresh caches) and median latency, plus the
 speedup over eager; a markdown table is printed and written to benchmarks/results/. Inference
@@ -113,16 +114,26 @@ def workloads(device: str) -> list[Workload]:
     ]
     try:
         import torchvision
+        out += [
+            Workload("torchvision resnet18 eval b16 128²", "model",
+                     lambda d: (torchvision.models.resnet18().to(d).eval(),
+                                (torch.randn(16, 3, 128, 128, device=d),), False)),
+            Workload("torchvision resnet18 train step", "model",
+                     lambda d: (torchvision.models.resnet18().to(d).train(),
+                                (torch.randn(16, 3, 128, 128, device=d),), True)),
+            Workload("torchvision densenet121 eval b16 128²", "model",
+                     lambda d: (torchvision.models.densenet121().to(d).eval(),
+                                (torch.randn(16, 3, 128, 128, device=d),), False)),
+        ]
     except ImportError:
-        return out
-    out += [
-        Workload("torchvision resnet18 eval b16 128²", "model",
-                 lambda d: (torchvision.models.resnet18().to(d).eval(),
-                            (torch.randn(16, 3, 128, 128, device=d),), False)),
-        Workload("torchvision resnet18 train step", "model",
-                 lambda d: (torchvision.models.resnet18().to(d).train(),
-                            (torch.randn(16, 3, 128, 128, device=d),), True)),
-    ]
+        pass
+    try:
+        from transformers import BertConfig, BertModel
+        out.append(Workload("HF BERT-base eval b8 s128", "model",
+                            lambda d: (BertModel(BertConfig()).to(d).eval(),
+                                       (torch.randint(0, BertConfig().vocab_size, (8, 128), device=d),), False)))
+    except ImportError:
+        pass
     return out
 
 
