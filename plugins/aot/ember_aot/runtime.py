@@ -27,13 +27,13 @@ from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis, same_stride
 
 log = logging.getLogger("ember.aot")
 
-TangentLayout = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
+TangentLayout = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]
 
 
-def _coerce(grad: torch.Tensor | None, layout: TangentLayout, device: torch.device) -> torch.Tensor:
+def _coerce(grad: torch.Tensor | None, layout: TangentLayout) -> torch.Tensor:
     """``grad`` with the strides the backward graph was traced for (copied only if needed); zeros
     for an output that got no gradient (grads are not materialized: most outputs never get one)."""
-    size, stride, dtype = layout
+    size, stride, dtype, device = layout
     if grad is None:
         return torch.empty_strided(size, stride, dtype=dtype, device=device).zero_()
     if grad.dtype == dtype and same_stride(size, grad.stride(), stride):
@@ -61,7 +61,6 @@ class AOTFunction(torch.autograd.Function):
         ctx.save_for_backward(*outs[n:])
         ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
         ctx.set_materialize_grads(False)
-        ctx.devices = [fwd[i].device for i in plan.diff_outputs]
         return fwd
 
     @staticmethod
@@ -70,8 +69,7 @@ class AOTFunction(torch.autograd.Function):
         create_graph = torch.is_grad_enabled()
         with torch.no_grad():
             tangents = [
-                _coerce(grads[i], layout, device)
-                for i, layout, device in zip(plan.diff_outputs, plan.tangent_layouts, ctx.devices)
+                _coerce(grads[i], layout) for i, layout in zip(plan.diff_outputs, plan.tangent_layouts)
             ]
             results = list(plan.bw(*ctx.saved_tensors, *tangents))
         if create_graph and results:

@@ -40,7 +40,7 @@ class TracedGraph:
     mutated_inputs: list[int]   # primal index of each leading mutation output
     num_fwd_outputs: int        # mutation outputs + produced tensors
     diff_outputs: list[int]     # forward-output indices that receive a tangent
-    tangent_layouts: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype]]
+    tangent_layouts: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]]
     grad_inputs: list[int]      # primal index of each gradient output
     inputs_mutated_in_graph: list[int] = dataclasses.field(default_factory=list)
 
@@ -107,18 +107,14 @@ def trace_joint(
     calls = _Calls(gm, args, analysis)
     produced = analysis.produced
     diff = [k for k, p in enumerate(produced) if p[0]]
-    tangent_layouts, devices = [], []
+    tangent_layouts = []
     for k in diff:
         _, layout, dtype, device = produced[k]
-        tangent_layouts.append((layout.size, _tangent_stride(layout.size, layout.stride), dtype))
-        devices.append(device)
+        tangent_layouts.append((layout.size, _tangent_stride(layout.size, layout.stride), dtype, device))
     primals = _fakes(mode, calls, keep_grad=True)
     wrt = [j for j, p in enumerate(primals) if p.requires_grad]
     with mode:
-        tangents = [
-            torch.empty_strided(s, st, dtype=dt, device=dev)
-            for (s, st, dt), dev in zip(tangent_layouts, devices)
-        ]
+        tangents = [torch.empty_strided(s, st, dtype=dt, device=dev) for s, st, dt, dev in tangent_layouts]
     grad_mask: list[bool] = []
 
     def joint(primals, tangents):
