@@ -3,7 +3,8 @@
 ``CompiledPlan`` is one specialization of a captured graph. A call:
 1. runs the compiled forward — inside ``AOTFunction`` (a ``torch.autograd.Function`` whose
    backward runs the compiled backward) when outputs need grad, else under ``no_grad``;
-2. writes the new values of mutated inputs back into the caller's tensors (``copy_``);
+2. writes the new values of mutated inputs back into the caller's tensors (one
+   ``_foreach_copy_`` per dtype and device);
 3. rebuilds the user's outputs: tensors the graph produced, views of inputs (regenerated from
    the real input after the write-back, so they alias it as in eager), views of a base tensor
    the graph returned (so outputs that aliased each other in eager still do), constants.
