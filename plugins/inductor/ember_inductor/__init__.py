@@ -1,1 +1,1 @@
-"""ember_inductor plugin (work in progress)."""
+"""ember_inductor: the fusion compiler behind backend ``inductor`` (C++/OpenMP on CPUs, Triton on GPUs)."""

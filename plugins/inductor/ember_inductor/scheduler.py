@@ -202,6 +202,8 @@ class Scheduler:
         for i, op in enumerate(graph.operations):
             nodes.append(ExternNode(op, i) if isinstance(op, ir.ExternKernel) else SchedulerNode(op, i))
         self.nodes = self._remove_dead(nodes)
+        self._readers_of: list[Any] | None = None
+        self._readers_index: dict[str, list[Any]] = {}
         self.groups = self._fuse()
         self.groups = self._order(self.groups)
 
@@ -285,13 +287,10 @@ class Scheduler:
 
     def _path_through_other(self, src: Any, dst: Any, groups: list[Any]) -> bool:
         """Is there a dependency path src -> X -> ... -> dst with X another group?"""
-        readers: dict[str, list[Any]] = {}
-        for g in groups:
-            for name in g.read_names:
-                readers.setdefault(name, []).append(g)
+        readers = self._readers(groups)
 
         def consumers_of(g: Any) -> list[Any]:
-            return [h for name in g.names for h in readers.get(name, []) if h is not g]
+            return [h for name in g.names for h in readers.get(name, ()) if h is not g]
         stack = [h for h in consumers_of(src) if h is not dst]
         seen: set[int] = set()
         while stack:
@@ -304,6 +303,17 @@ class Scheduler:
                     return True
                 stack.append(h)
         return False
+
+    def _readers(self, groups: list[Any]) -> dict[str, list[Any]]:
+        """Buffer name -> the groups reading it, for this list of groups (built once per list:
+        every merge makes a new list)."""
+        if self._readers_of is not groups:
+            index: dict[str, list[Any]] = {}
+            for g in groups:
+                for name in g.read_names:
+                    index.setdefault(name, []).append(g)
+            self._readers_of, self._readers_index = groups, index
+        return self._readers_index
 
     def _order(self, groups: list[Any]) -> list[Any]:
         """Topological order of the groups, program order among independent ones."""

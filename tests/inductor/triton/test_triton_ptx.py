@@ -26,3 +26,19 @@ def test_all_kernels_compile_to_sm90(tmp_path) -> None:
     assert len(rows) >= 40
     failed = [r for r in rows if r["error"] or not r["sm90"]]
     assert not failed, failed
+
+
+@pytest.mark.slow
+def test_worker_processes_fill_the_cache_this_process_compiles_from(tmp_path) -> None:
+    script = os.path.join(os.path.dirname(SCRIPT), "precompile_check.py")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["EMBER_CACHE_DIR"] = str(tmp_path / "ember")
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton")
+    proc = subprocess.run([sys.executable, script, "broadcast", "norms_persistent"], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert row["jobs"] >= 4
+    assert row["errors"] == []
+    assert row["added"] == []  # every configuration came from the workers' compilations
+    assert row["cubins"]

@@ -1,1 +1,1 @@
-"""Code generation: kernel backends (C++ today) behind one interface, and the Python wrapper."""
+"""Code generation: kernel backends (C++ and Triton) behind one interface, and the Python wrapper."""

@@ -3,8 +3,8 @@
 Each kernel's source is written to ``$EMBER_CACHE_DIR/triton/<hash>.py`` (atomic rename, same
 private-directory rules as the C++ cache) and imported, so ``triton.jit`` sees a real file. On a
 GPU every launch configuration is compiled up front with ``triton.compile`` (kernels and
-configurations in parallel on a thread pool; Triton keeps the binaries in its own cache, placed
-under the ember cache unless ``TRITON_CACHE_DIR`` is set). The first call times every
+configurations in parallel in worker processes, see ``triton_workers``; Triton keeps the binaries
+in its own cache, placed under the ember cache unless ``TRITON_CACHE_DIR`` is set). The first call times every
 configuration on the real inputs and stores the winner next to the source
 (``<hash>.<device>.json``), so a second process compiles and runs only that one. Later calls go
 straight to the compiled kernel's launcher with a precomputed grid. Under ``TRITON_INTERPRET=1``
@@ -55,10 +55,19 @@ def _atomic_write(path: str, text: str) -> None:
 def load_kernel(source: str, fn_name: str) -> tuple[Any, str]:
     """Write ``source`` to the cache (once) and import it; returns (jit function, cache key)."""
     key = source_key(source)
-    path = os.path.join(kernel_dir(), f"{key}.py")
+    path = kernel_path(key)
     if not os.path.exists(path):
         _atomic_write(path, source)
-    mod_name = f"ember_triton_{key}"
+    return import_kernel(path, fn_name), key
+
+
+def kernel_path(key: str) -> str:
+    return os.path.join(kernel_dir(), f"{key}.py")
+
+
+def import_kernel(path: str, fn_name: str) -> Any:
+    """The jit function ``fn_name`` of the kernel source file ``path`` (imported once)."""
+    mod_name = f"ember_triton_{os.path.splitext(os.path.basename(path))[0]}"
     module = sys.modules.get(mod_name)
     if module is None:
         spec = importlib.util.spec_from_file_location(mod_name, path)
@@ -66,7 +75,7 @@ def load_kernel(source: str, fn_name: str) -> tuple[Any, str]:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         sys.modules[mod_name] = module
-    return getattr(module, fn_name), key
+    return getattr(module, fn_name)
 
 
 def compile_config(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any) -> Any:
@@ -218,16 +227,35 @@ def _direct_launcher(run: Any) -> tuple[Callable, tuple] | None:
         return None
 
 
+def _compile_with_launcher(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any) -> Any:
+    """``compile_config``, then Triton's C launcher for the kernel's signature built (a C compile
+    the first time a signature is seen, cached on disk): Triton would otherwise build it at the
+    first launch, one kernel after another."""
+    binary = compile_config(fn, signature, cfg, target)
+    try:
+        from triton.runtime import driver
+        driver.active.launcher_cls(binary.src, binary.metadata)
+    except AttributeError as exc:  # a Triton that builds launchers otherwise: done at first launch
+        log.debug("could not build the Triton launcher ahead: %s", exc)
+    return binary
+
+
 def compile_all(launchers: list[TritonLauncher]) -> None:
-    """Compile every pending configuration of every kernel, in parallel."""
+    """Compile every pending configuration of every kernel: in the worker processes first (into
+    Triton's cache), then here on a thread pool, which loads what the workers compiled."""
     if interpreting() or not launchers:
         return
     from triton.runtime import driver
+
+    from .triton_workers import Job, precompile
     target = driver.active.get_current_target()
     jobs = [(ln, i) for ln in launchers for i in ln.pending_compiles()]
+    # a kernel with a saved autotuning choice was compiled by an earlier process: in Triton's cache
+    precompile([Job(kernel_path(ln.key), ln.fn.__name__, ln.signature, ln.configs[i], target)
+                for ln, i in jobs if ln.choice is None])
     workers = max(1, min(len(jobs), os.cpu_count() or 1, 16))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(compile_config, ln.fn, ln.signature, ln.configs[i], target): (ln, i)
+        futures = {pool.submit(_compile_with_launcher, ln.fn, ln.signature, ln.configs[i], target): (ln, i)
                    for ln, i in jobs}
         errors = []
         for fut in concurrent.futures.as_completed(futures):
