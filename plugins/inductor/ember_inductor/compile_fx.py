@@ -1,4 +1,4 @@
-"""Compile one aten-level graph: lower -> schedule -> generate kernels -> wrapper.
+"""Compile one aten-level graph: (layout pass on GPUs) -> lower -> schedule -> generate kernels -> wrapper.
 
 The returned callable takes the graph's flat inputs positionally and returns a tuple of outputs.
 A graph in which nothing was fused (only aten calls) runs as the aten graph itself.
@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from . import debug
+from . import debug, layout
 from .codegen.common import backend_for
 from .codegen.wrapper import LayoutMismatch, WrapperCodegen
 from .graph import GraphLowering
@@ -56,6 +56,9 @@ def _run_gm(gm: torch.fx.GraphModule) -> Callable:
 
 def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> CompiledGraph:
     """Compile an aten graph whose nodes carry ``meta["val"]`` (FakeTensors)."""
+    device = _device(example_inputs)
+    if device.type == "cuda":
+        layout.channels_last_convolutions(gm)
     dump = debug.DebugDump.create(gm)
     graph = GraphLowering(gm).run()
     scheduler = Scheduler(graph)
@@ -67,7 +70,6 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
         compiled = CompiledGraph(gm, run, run, None)
         compiled.fallback_ops = graph.fallback_ops
         return compiled
-    device = _device(example_inputs)
     kernels = backend_for(device.type).compile(scheduler)
     source, env = WrapperCodegen(scheduler, kernels.kernels, device, kernels.tensor_args).generate()
     for name, _params, fn in kernels.kernels.values():

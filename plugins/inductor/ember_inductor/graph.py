@@ -168,6 +168,10 @@ class GraphLowering:
         op = op or node.target
         if op not in EXTERN_OPS:
             self.fallback_ops.append(str(op))
+        for a in node.all_input_nodes:  # inputs computed for this op get the layout eager gives them
+            value, traced = self.env.get(a), a.meta.get("val")
+            if isinstance(value, ir.Pointwise) and value._realized is None and isinstance(traced, torch.Tensor):
+                value.realize([int(s) for s in traced.stride()])
         schema = getattr(op, "_schema", None)
         mutates = bool(schema is not None and schema.is_mutable)
         if mutates:

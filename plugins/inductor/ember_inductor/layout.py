@@ -1,0 +1,148 @@
+"""Channels-last layout for graphs of 2-D convolutions on GPUs.
+
+cuDNN runs 2-D convolutions on NHWC (channels-last) data. Given NCHW tensors it transposes the
+input to NHWC and the result back for every call: on the H100, densenet121 (batch 16, 128x128,
+fp32) spends 0.3 ms of its 1.9 ms per call in those transposes. This pass gives every such
+convolution a channels-last input instead; the convolution then returns channels-last, the
+pointwise kernels and pooling after it keep that layout, and so does the next convolution's
+input. A graph input in NCHW is converted once, where it first feeds a convolution.
+
+Graph outputs keep the layout eager PyTorch gives them (converted back if needed). A graph where
+more than a few outputs would need that conversion (the forward half of a training step, whose
+activations saved for the backward are outputs) is left as it is, as are graphs that mutate
+their inputs. Fake-tensor metadata (``meta["val"]``) is recomputed for every node from the
+first one that changed, so the lowering sees the new strides.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+log = logging.getLogger("ember.inductor")
+aten = torch.ops.aten
+
+CONVOLUTIONS = (aten.convolution.default,)
+
+
+def _is_channels_last(t: Any) -> bool:
+    return t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)
+
+
+def _wants_channels_last(node: torch.fx.Node) -> bool:
+    """A 2-D convolution (4-D input) whose input is not channels-last yet."""
+    if node.op != "call_function" or node.target not in CONVOLUTIONS:
+        return False
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+    return isinstance(val, torch.Tensor) and val.dim() == 4 and not _is_channels_last(val)
+
+
+def _mutates(gm: torch.fx.GraphModule) -> bool:
+    return any(n.op == "call_function" and getattr(getattr(n.target, "_schema", None), "is_mutable", False)
+               for n in gm.graph.nodes)
+
+
+def channels_last_convolutions(gm: torch.fx.GraphModule, max_output_conversions: int = 1) -> bool:
+    """Rewrite ``gm`` (an aten graph with ``meta["val"]`` fakes) in place as described above.
+
+    Returns whether it changed anything. Nothing is changed when the graph has no 2-D
+    convolution, mutates an input, or would need more than ``max_output_conversions`` outputs
+    converted back to their eager layout.
+    """
+    graph = gm.graph
+    if not any(_wants_channels_last(n) for n in graph.nodes) or _mutates(gm):
+        return False
+    output = next(n for n in graph.nodes if n.op == "output")
+    expected = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+                for a in pytree.tree_leaves(output.args[0])]
+    saved = {n: n.meta.get("val") for n in graph.nodes}
+    added: list[torch.fx.Node] = []
+    try:
+        _propagate(gm, added)
+        converted = _restore_output_layouts(gm, output, expected, added)
+    except Exception as exc:  # a fake kernel that fails here: keep the graph as traced
+        log.debug("channels-last layout not applied: %s: %s", type(exc).__name__, exc)
+        converted = None
+    if converted is None or converted > max_output_conversions:
+        _undo(gm, saved, added)
+        return False
+    graph.lint()
+    gm.recompile()
+    return True
+
+
+def _fake_mode(gm: torch.fx.GraphModule) -> Any:
+    for n in gm.graph.nodes:
+        val = n.meta.get("val")
+        mode = getattr(val, "fake_mode", None)
+        if mode is not None:
+            return mode
+    raise RuntimeError("the graph carries no fake tensors")
+
+
+def _propagate(gm: torch.fx.GraphModule, added: list[torch.fx.Node]) -> None:
+    """Insert the channels-last conversions before convolutions, recomputing ``meta["val"]``
+    of every call from the first conversion on (node order is a topological order)."""
+    mode = _fake_mode(gm)
+    graph = gm.graph
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if _wants_channels_last(node):
+            x = node.args[0]
+            with graph.inserting_before(node):
+                clone = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.channels_last})
+            added.append(clone)
+            _recompute(clone, mode)
+            node.replace_input_with(x, clone)
+            changed = True
+        if changed:
+            _recompute(node, mode)
+
+
+def _recompute(node: torch.fx.Node, mode: Any) -> None:
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta.get("val"))
+    with mode:
+        node.meta["val"] = node.target(*args, **kwargs)
+
+
+def _restore_output_layouts(gm: torch.fx.GraphModule, output: torch.fx.Node, expected: list[Any],
+                            added: list[torch.fx.Node]) -> int | None:
+    """Convert outputs whose layout changed back to eager's; the number converted, or None
+    when one cannot be converted by a clone (a layout neither contiguous nor channels-last)."""
+    leaves, spec = pytree.tree_flatten(output.args[0])
+    mode = _fake_mode(gm)
+    converted = 0
+    for i, (leaf, want) in enumerate(zip(leaves, expected)):
+        if not isinstance(leaf, torch.fx.Node) or not isinstance(want, torch.Tensor):
+            continue
+        got = leaf.meta.get("val")
+        if got.stride() == want.stride():
+            continue
+        if want.is_contiguous():
+            fmt = torch.contiguous_format
+        elif _is_channels_last(want):
+            fmt = torch.channels_last
+        else:
+            return None
+        with gm.graph.inserting_before(output):
+            clone = gm.graph.call_function(aten.clone.default, (leaf,), {"memory_format": fmt})
+        added.append(clone)
+        _recompute(clone, mode)
+        leaves[i] = clone
+        converted += 1
+    output.args = (pytree.tree_unflatten(leaves, spec),)
+    return converted
+
+
+def _undo(gm: torch.fx.GraphModule, saved: dict[torch.fx.Node, Any], added: list[torch.fx.Node]) -> None:
+    for clone in reversed(added):
+        clone.replace_all_uses_with(clone.args[0])
+        gm.graph.erase_node(clone)
+    for node, val in saved.items():
+        node.meta["val"] = val
