@@ -1,8 +1,8 @@
 """Small generated functions on the hot path: argument binders and compiled-entry runners.
 
 Generated code is plain Python compiled once per function (binder) or per cache entry
-(runner), so a call of a compiled function costs one binder call, the guard checks, and
-one runner call around the backend's callable.
+(runner), so a call of a compiled function costs one binder call, the guard checks (which
+also gather the graph inputs), and one runner call around the backend's callable.
 """
 from __future__ import annotations
 
@@ -85,16 +85,16 @@ def make_eager_caller(fn: Callable) -> Callable[[dict], Any]:
 
 def make_runner(
     compiled: Callable | None,
-    input_exprs: list[str],
     tail: list[str],
     namespace: dict[str, Any],
-) -> Callable[[dict], Any]:
-    """``run(L)``: gather the graph inputs, call the compiled graph, then ``tail`` (which
-    rebuilds the result, or performs a graph break's native step and calls a resume function)."""
+) -> Callable[[dict, tuple], Any]:
+    """``run(L, inputs)``: call the compiled graph on the inputs the guard gathered, then
+    ``tail`` (which rebuilds the result, or performs a graph break's native step and calls a
+    resume function)."""
     namespace = dict(namespace)
-    lines = ["def ___run(L):"]
+    lines = ["def ___run(L, ___inputs):"]
     if compiled is not None:
         namespace["___compiled"] = compiled
-        lines.append(f"    ___o = ___compiled({', '.join(input_exprs)})")
+        lines.append("    ___o = ___compiled(*___inputs)")
     lines.extend(tail)
     return _exec("\n".join(lines) + "\n", "___run", namespace)

@@ -1,7 +1,7 @@
 """A compiled function: its cache of guarded entries, and what happens on a miss.
 
 Hot path: bind the arguments, try each entry's guard (newest first), run the first that
-passes. On a miss: capture the function, hand the graph to the backend, build an entry from
+passes with the graph inputs its guard returned. On a miss: capture the function, hand the graph to the backend, build an entry from
 the guards and the generated runner. Capture failures become an eager entry guarded by what
 the capture read before failing, so they are paid once; with ``fullgraph=True`` they raise.
 """
@@ -48,8 +48,8 @@ class OptimizedModuleLike:
 
 
 class Entry(NamedTuple):
-    guard: Callable[[dict], bool]
-    run: Callable[[dict], Any]
+    guard: Callable[[dict], "tuple | None"]  # the graph inputs when the entry applies, else None
+    run: Callable[[dict, tuple], Any]
     reasons: Callable[[dict], list[str]]
     graph_module: torch.fx.GraphModule | None
     guard_descriptions: list[str]
@@ -100,8 +100,9 @@ class CompiledFunction:
     def miss(self, L: dict) -> Any:
         with self.lock:
             for entry in self.entries:  # another thread may have compiled it meanwhile
-                if entry.guard(L):
-                    return entry.run(L)
+                inputs = entry.guard(L)
+                if inputs is not None:
+                    return entry.run(L, inputs)
             if len(self.entries) >= config.cache_size_limit:
                 if not self.limit_warned:
                     self.limit_warned = True
@@ -117,7 +118,10 @@ class CompiledFunction:
                 log_recompiles.info("recompiling %s: %s", self.name, "; ".join(reasons) or "no guard failed")
             entry = self._compile(L)
             self.entries.insert(0, entry)
-            return entry.run(L)
+            inputs = entry.guard(L)
+            if inputs is None:  # e.g. the call itself changed what the guards read: rebind
+                return self.call_eager(L)
+            return entry.run(L, inputs)
 
     def _compile(self, L: dict) -> Entry:
         start = time.perf_counter()
@@ -135,14 +139,13 @@ class CompiledFunction:
             if log_graph.isEnabledFor(logging.INFO):
                 log_graph.info("graph of %s:\n%s", self.name, gm.print_readable(print_output=False))
             compiled = self.backend.compile(gm, cap.example_inputs)
-        inputs = [s.expr(cap.consts) for s in cap.input_sources]
         namespace = dict(cap.consts.values)
         if cap.resumes:
             namespace["___callee"] = self.callee
             for request in cap.resumes:
                 namespace[request.const_name] = self.resume_function(request)
-        runner = make_runner(compiled, inputs, cap.tail, namespace)
-        guard, reasons = cap.guards.compile()
+        runner = make_runner(compiled, cap.tail, namespace)
+        guard, reasons = cap.guards.compile(cap.input_sources)
         if log_guards.isEnabledFor(logging.INFO):
             log_guards.info("guards of %s:\n  %s", self.name, "\n  ".join(cap.guards.describe()))
         self.compile_times.append(time.perf_counter() - start)
@@ -203,7 +206,8 @@ class CompiledFunction:
             warnings.warn(f"ember: {self.name} runs eagerly: {message}", stacklevel=4)
         guards = exc.guards
         guard, reasons = guards.compile()
-        return Entry(guard, self.call_eager, reasons, None, guards.describe())
+        call_eager = self.call_eager
+        return Entry(guard, lambda L, _inputs: call_eager(L), reasons, None, guards.describe())
 
 
 class BackendChoice:
@@ -247,8 +251,9 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
         def compiled_method(*args: Any, **kwargs: Any) -> Any:
             L = bind(bound_self, *args, **kwargs)
             for entry in entries:
-                if entry.guard(L):
-                    return entry.run(L)
+                inputs = entry.guard(L)
+                if inputs is not None:
+                    return entry.run(L, inputs)
             return miss(L)
 
         wrapper = compiled_method
@@ -256,8 +261,9 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
         def compiled_function(*args: Any, **kwargs: Any) -> Any:
             L = bind(*args, **kwargs)
             for entry in entries:
-                if entry.guard(L):
-                    return entry.run(L)
+                inputs = entry.guard(L)
+                if inputs is not None:
+                    return entry.run(L, inputs)
             return miss(L)
 
         wrapper = compiled_function

@@ -3,22 +3,24 @@
 The capture records, for every input it read, the weakest check that keeps the compiled code
 right (tensor metadata, constant values, object identity, container lengths and keys, global
 torch state). :meth:`GuardSet.compile` turns them into ONE generated Python function
-``guard(L) -> bool`` (the hot path): each source is computed once into a local variable and
-shared by every check below it (``L['self']._modules['layer1']`` is looked up once, not once
-per parameter). A slower ``reasons(L) -> list[str]`` names the checks that failed, used only
-to explain a recompilation.
+``guard(L) -> tuple | None`` (the hot path): each source is computed once into a local variable
+and shared by every check below it (``L['self']._modules['layer1']`` is looked up once, not once
+per parameter). When every check passes it returns the graph's inputs, read from those same
+locals, so the runner does not look them up again (a densenet121 has 727 of them); else None. A
+slower ``reasons(L) -> list[str]`` names the checks that failed, used only to explain a
+recompilation.
 """
 from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
 from .capture.sources import Constants, Source
 
-GuardFn = Callable[[dict], bool]
+GuardFn = Callable[[dict], "tuple | None"]
 
 
 @dataclasses.dataclass
@@ -105,6 +107,8 @@ class GuardSet:
         self._add("tensor", (source,), template, desc)
 
     def same_object(self, a: Source, b: Source) -> None:
+        if a == b:  # one source reached twice: nothing to check
+            return
         self._add("alias", (a, b), "{0} is {1}", f"{a.describe()} is {b.describe()}")
 
     def distinct(self, sources: list[Source]) -> None:
@@ -138,9 +142,10 @@ class GuardSet:
             self.checks.append(Check(f"{on}({device!r}) is {enabled} and {get}({device!r}) is {self.consts.name(dtype, 'dtype')}",
                                      (), f"autocast on {device} is {'on' if enabled else 'off'} ({dtype})"))
 
-    def compile(self, name: str = "guard") -> tuple[GuardFn, Callable[[dict], list[str]]]:
-        """Generate ``guard(L)`` and ``reasons(L)``."""
-        src = _GuardWriter(self.consts).write(name, self.checks)
+    def compile(self, inputs: Sequence[Source] = (), name: str = "guard"
+                ) -> tuple[GuardFn, Callable[[dict], list[str]]]:
+        """Generate ``guard(L)`` (returning the values of ``inputs``, or None) and ``reasons(L)``."""
+        src = _GuardWriter(self.consts).write(name, self.checks, inputs)
         namespace: dict[str, Any] = dict(self.consts.values)
         exec(compile(src, f"<ember {name}>", "exec"), namespace)
         guard_fn = namespace[name]
@@ -189,10 +194,11 @@ class _GuardWriter:
             self.lines.append(f"        {name} = {expr}")
         return name
 
-    def write(self, name: str, checks: list[Check]) -> str:
+    def write(self, name: str, checks: list[Check], inputs: Sequence[Source]) -> str:
         for check in checks:
             test = check.template.format(*(self.local(s) for s in check.sources))
-            self.lines.append(f"        if not ({test}):\n            return False")
+            self.lines.append(f"        if not ({test}):\n            return None")
+        values = "".join(f"{self.local(s)}, " for s in inputs)
         body = "\n".join(self.lines) or "        pass"
-        return (f"def {name}(L):\n    try:\n{body}\n        return True\n"
-                f"    except Exception:\n        return False\n")
+        return (f"def {name}(L):\n    try:\n{body}\n        return ({values})\n"
+                f"    except Exception:\n        return None\n")

@@ -226,9 +226,11 @@ def test_guard_function_is_generated_python():
     compiled(torch.randn(4), torch.randn(4))
     entry = compiled.__ember__.entries[0]
     assert "def guard(L)" in entry.guard.__ember_source__
-    assert entry.guard({"x": torch.randn(4), "y": torch.randn(4)})
-    assert not entry.guard({"x": torch.randn(4), "y": torch.randn(4, 1)})
-    assert not entry.guard({"x": "not a tensor", "y": torch.randn(4)})
+    x, y = torch.randn(4), torch.randn(4)
+    inputs = entry.guard({"x": x, "y": y})
+    assert inputs is not None and [id(t) for t in inputs] == [id(x), id(y)]  # the graph inputs
+    assert entry.guard({"x": torch.randn(4), "y": torch.randn(4, 1)}) is None
+    assert entry.guard({"x": "not a tensor", "y": torch.randn(4)}) is None
 
 
 def test_enum_and_str_enum_values_are_guarded():
