@@ -8,7 +8,7 @@ torch._dynamo inside ``torch.compile()``; ember's capture imports it inside the 
 FakeTensorMode), not process start-up or ``import torch``/``import ember``. Models and sizes are
 those of ``benchmarks.run``.
 
-    python -m benchmarks.warm_start [--device cpu|cuda] [--only NAME ...]
+    python -m benchmarks.warm_start [--device cpu|cuda] [--only NAME ...] [--compilers ember torch]
 """
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--compilers", nargs="+", choices=["ember", "torch"], default=["ember", "torch"])
     ap.add_argument("--child", nargs=2, metavar=("WORKLOAD", "COMPILER"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         cells = []
         for compiler in ("ember", "torch"):
+            if compiler not in args.compilers:
+                cells += ["-", "-"]
+                continue
             cache = tempfile.mkdtemp(prefix=f"warm_{compiler}_")
             env = dict(os.environ, EMBER_CACHE_DIR=cache, TORCHINDUCTOR_CACHE_DIR=cache,
                        PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))

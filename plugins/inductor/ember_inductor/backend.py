@@ -55,22 +55,11 @@ def _aot_autograd() -> Callable | None:
     return getattr(ember_aot, "aot_autograd", None)
 
 
-def _start_triton_workers() -> None:
-    """Start the Triton compile workers now, so they import while this graph is traced."""
-    try:
-        from .codegen import triton_workers
-        triton_workers.start()
-    except (ImportError, OSError) as exc:  # no Triton, or no processes: kernels compile here
-        log.debug("no Triton compile workers: %s", exc)
-
-
 def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
              options: dict | None = None) -> Callable:
     """The ``inductor`` backend (see module docstring). ``mode="reduce-overhead"`` and
     ``"max-autotune"`` run each compiled graph through CUDA graphs (ember_cudagraphs)."""
     debug.note_fx_graph(gm)
-    if any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs):
-        _start_triton_workers()
     compile_graph = make_graph_compiler(options)
     if mode in ("reduce-overhead", "max-autotune"):
         from ember_cudagraphs import wrap_compiler

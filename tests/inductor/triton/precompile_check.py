@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
@@ -17,8 +18,8 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 from ember_inductor.codegen.triton_backend import generate_triton  # noqa: E402
-from ember_inductor.codegen.triton_runtime import compile_config, kernel_path, load_kernel  # noqa: E402
-from ember_inductor.codegen.triton_workers import Job, WorkerPool  # noqa: E402
+from ember_inductor.codegen.triton_runtime import kernel_path, load_kernel  # noqa: E402
+from ember_inductor.codegen.triton_compile import Job, WorkerPool, compile_kernel  # noqa: E402
 from triton_cases import CASES, inputs_on  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -26,6 +27,12 @@ SM90 = GPUTarget("cuda", 90, 32)
 
 def _files(root: str) -> set[str]:
     return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
+
+
+def _worker_imports_torch() -> bool:
+    code = "import sys, ember_inductor.codegen.triton_compile; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip() == "True"
 
 
 def main(case_ids: list[str]) -> int:
@@ -36,16 +43,19 @@ def main(case_ids: list[str]) -> int:
         for source, kernel in generate_triton(fn, inputs_on(make, "cpu")).values():
             jit_fn, key = load_kernel(source, kernel.name)
             for cfg in kernel.configs():
-                jobs.append(Job(kernel_path(key), kernel.name, kernel.signature(), cfg, SM90))
+                jobs.append(Job(kernel_path(key), kernel.name, kernel.signature(), cfg.kwargs(), cfg.num_warps,
+                                cfg.num_stages, SM90))
                 fns.append(jit_fn)
     pool = WorkerPool(2)
     errors = [e for e in pool.run(jobs) if e is not None]
     pool.close()
     before = _files(os.environ["TRITON_CACHE_DIR"])
-    binaries = [compile_config(fn, job.signature, job.config, job.target) for fn, job in zip(fns, jobs)]
+    binaries = [compile_kernel(fn, job.signature, job.constexprs, job.num_warps, job.num_stages, job.target)
+                for fn, job in zip(fns, jobs)]
     added = sorted(_files(os.environ["TRITON_CACHE_DIR"]) - before)
     print(json.dumps({"jobs": len(jobs), "errors": errors, "added": added,
-                      "cubins": all(b.asm.get("cubin") for b in binaries)}))
+                      "cubins": all(b.asm.get("cubin") for b in binaries),
+                      "worker_imports_torch": _worker_imports_torch()}))
     return 0
 
 

@@ -3,7 +3,7 @@
 Each kernel's source is written to ``$EMBER_CACHE_DIR/triton/<hash>.py`` (atomic rename, same
 private-directory rules as the C++ cache) and imported, so ``triton.jit`` sees a real file. On a
 GPU every launch configuration is compiled up front with ``triton.compile`` (kernels and
-configurations in parallel in worker processes, see ``triton_workers``; Triton keeps the binaries
+configurations in parallel in worker processes, see ``triton_compile``; Triton keeps the binaries
 in its own cache, placed under the ember cache unless ``TRITON_CACHE_DIR`` is set). The first call times every
 configuration on the real inputs and stores the winner next to the source
 (``<hash>.<device>.json``), so a second process compiles and runs only that one. Later calls go
@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import importlib.util
 import json
 import logging
 import os
-import sys
 import tempfile
 from typing import Any, Callable, Sequence
 
@@ -26,6 +24,7 @@ import torch
 
 from .. import cache
 from .triton import LaunchConfig
+from .triton_compile import Job, compile_kernel, import_kernel, precompile
 from .triton_device import interpreting
 
 log = logging.getLogger("ember.inductor")
@@ -65,28 +64,9 @@ def kernel_path(key: str) -> str:
     return os.path.join(kernel_dir(), f"{key}.py")
 
 
-def import_kernel(path: str, fn_name: str) -> Any:
-    """The jit function ``fn_name`` of the kernel source file ``path`` (imported once)."""
-    mod_name = f"ember_triton_{os.path.splitext(os.path.basename(path))[0]}"
-    module = sys.modules.get(mod_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(mod_name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[mod_name] = module
-    return getattr(module, fn_name)
-
-
 def compile_config(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any) -> Any:
     """``triton.compile`` of one configuration, pointers assumed 16-byte aligned."""
-    import triton
-    from triton.compiler import ASTSource
-    pointers = [i for i, t in enumerate(signature.values()) if t.startswith("*")]
-    attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
-    src = ASTSource(fn, signature, constexprs=cfg.kwargs(), attrs=attrs)
-    return triton.compile(src, target=target,
-                          options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+    return compile_kernel(fn, signature, cfg.kwargs(), cfg.num_warps, cfg.num_stages, target)
 
 
 class TritonLauncher:
@@ -246,12 +226,11 @@ def compile_all(launchers: list[TritonLauncher]) -> None:
     if interpreting() or not launchers:
         return
     from triton.runtime import driver
-
-    from .triton_workers import Job, precompile
     target = driver.active.get_current_target()
     jobs = [(ln, i) for ln in launchers for i in ln.pending_compiles()]
     # a kernel with a saved autotuning choice was compiled by an earlier process: in Triton's cache
-    precompile([Job(kernel_path(ln.key), ln.fn.__name__, ln.signature, ln.configs[i], target)
+    precompile([Job(kernel_path(ln.key), ln.fn.__name__, ln.signature, ln.configs[i].kwargs(),
+                    ln.configs[i].num_warps, ln.configs[i].num_stages, target)
                 for ln, i in jobs if ln.choice is None])
     workers = max(1, min(len(jobs), os.cpu_count() or 1, 16))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:

@@ -1,22 +1,24 @@
-"""Worker processes that compile Triton kernels into Triton's disk cache, in parallel.
+"""Compiling generated Triton kernels: here, or in parallel in worker processes.
 
 Compiling a Triton kernel is mostly Python and MLIR work under the GIL: two threads compile a
 ResNet-18's kernels only 1.4x faster than one. ``precompile`` hands the compilations to worker
-processes (``python -m ember_inductor.codegen.triton_workers``) that compile for the explicit
+processes (``python -m ember_inductor.codegen.triton_compile``) that compile for the explicit
 target with no CUDA context (``CUDA_VISIBLE_DEVICES`` is empty there); each binary lands in
 Triton's cache (``TRITON_CACHE_DIR``, passed down through the environment), from which the
-compiling process then loads it in milliseconds. The workers start once per process, when the
-first graph is compiled for a GPU (``start``, so that they import while the graph is traced and
-lowered), and exit with it. A worker that fails costs only time: whatever it did not compile is
-compiled in the calling process as before. ``EMBER_COMPILE_WORKERS=0`` turns the workers off.
+compiling process then loads it in milliseconds. This module imports neither torch nor the rest
+of ember (a worker starts in about 0.3 s). The workers start once per process, the first time
+there is more than one kernel to compile, and exit with it. A worker that fails costs only
+time: whatever it did not compile is compiled in the calling process as before.
+``EMBER_COMPILE_WORKERS=0`` turns the workers off.
 
-Protocol on the worker's stdin/stdout: length-prefixed pickles, a :class:`Job` in, ``None`` or an
-error message out.
+Protocol on the worker's stdin/stdout: length-prefixed pickles, a :class:`Job` in, ``None`` or
+an error message out.
 """
 from __future__ import annotations
 
 import atexit
 import dataclasses
+import importlib.util
 import os
 import pickle
 import queue
@@ -25,8 +27,6 @@ import subprocess
 import sys
 import threading
 from typing import IO, Any, Sequence
-
-from .triton import LaunchConfig
 
 _HEADER = struct.Struct("<I")
 MAX_WORKERS = 16
@@ -39,8 +39,34 @@ class Job:
     path: str                  # the kernel's source file in the ember cache
     fn_name: str
     signature: dict[str, str]
-    config: LaunchConfig
+    constexprs: dict[str, int]  # the launch configuration: block sizes,
+    num_warps: int
+    num_stages: int
     target: Any                # triton.backends.compiler.GPUTarget
+
+
+def import_kernel(path: str, fn_name: str) -> Any:
+    """The jit function ``fn_name`` of the kernel source file ``path`` (imported once)."""
+    mod_name = f"ember_triton_{os.path.splitext(os.path.basename(path))[0]}"
+    module = sys.modules.get(mod_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[mod_name] = module
+    return getattr(module, fn_name)
+
+
+def compile_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, int], num_warps: int,
+                   num_stages: int, target: Any) -> Any:
+    """``triton.compile`` of one launch configuration, pointers assumed 16-byte aligned."""
+    import triton
+    from triton.compiler import ASTSource
+    pointers = [i for i, t in enumerate(signature.values()) if t.startswith("*")]
+    attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
+    src = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
+    return triton.compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
 
 
 def _send(stream: IO[bytes], obj: Any) -> None:
@@ -141,30 +167,24 @@ def pool() -> WorkerPool:
     return _POOL
 
 
-def start() -> None:
-    """Start the workers now (they import torch and Triton while the caller goes on)."""
-    from .triton_runtime import kernel_dir
-    kernel_dir()  # sets TRITON_CACHE_DIR before the workers copy the environment
-    pool().start()
-
-
 def precompile(jobs: Sequence[Job]) -> list[str | None]:
-    """Compile ``jobs`` in the workers; with fewer than two jobs or no workers, nothing is done."""
+    """Compile ``jobs`` in the workers (started on first use, with the caller's environment:
+    set ``TRITON_CACHE_DIR`` before); with fewer than two jobs or no workers, nothing is done."""
     if len(jobs) < 2 or pool().size < 1:
         return ["not compiled"] * len(jobs)
-    start()
     return pool().run(jobs)
 
 
 def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    from .triton_runtime import compile_config, import_kernel
+    import triton.compiler  # noqa: F401  (imported before the first job arrives)
     while True:
         try:
             job = _recv(stdin)
         except EOFError:
             return
         try:
-            compile_config(import_kernel(job.path, job.fn_name), job.signature, job.config, job.target)
+            compile_kernel(import_kernel(job.path, job.fn_name), job.signature, job.constexprs,
+                           job.num_warps, job.num_stages, job.target)
             result = None
         except Exception as exc:  # reported to the parent, which compiles the job itself
             result = f"{type(exc).__name__}: {exc}"
