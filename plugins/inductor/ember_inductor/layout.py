@@ -7,8 +7,8 @@ convolution a channels-last input instead; the convolution then returns channels
 pointwise kernels and pooling after it keep that layout, and so does the next convolution's
 input. A graph input in NCHW is converted once, where it first feeds a convolution.
 
-Graph outputs keep the layout eager PyTorch gives them (converted back if needed). A graph where
-more than a few outputs would need that conversion (the forward half of a training step, whose
+Graph outputs keep the layout eager PyTorch gives them (converted back if needed). A graph with
+more 4-D outputs than conversions it may add (the forward half of a training step, whose
 activations saved for the backward are outputs) is left as it is, as are graphs that mutate
 their inputs. Fake-tensor metadata (``meta["val"]``) is recomputed for every node from the
 first one that changed, so the lowering sees the new strides.
@@ -59,6 +59,9 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, max_output_conversions:
     output = next(n for n in graph.nodes if n.op == "output")
     expected = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None
                 for a in pytree.tree_leaves(output.args[0])]
+    maps = [v for v in expected if isinstance(v, torch.Tensor) and v.dim() == 4]
+    if len(maps) > max_output_conversions:  # decided before the (costly) re-propagation
+        return False
     saved = {n: n.meta.get("val") for n in graph.nodes}
     added: list[torch.fx.Node] = []
     try:
