@@ -119,7 +119,9 @@ class CompiledFunction:
             entry = self._compile(L)
             self.entries.insert(0, entry)
             inputs = entry.guard(L)
-            if inputs is None:  # e.g. the call itself changed what the guards read: rebind
+            if inputs is None:  # a guard that fails on the call it was made from: an ember bug
+                log_guards.warning("the new guards of %s fail on the call that made them; running "
+                                   "this call eagerly", self.name)
                 return self.call_eager(L)
             return entry.run(L, inputs)
 

@@ -39,7 +39,7 @@ class Job:
     path: str                  # the kernel's source file in the ember cache
     fn_name: str
     signature: dict[str, str]
-    constexprs: dict[str, int]  # the launch configuration: block sizes,
+    constexprs: dict[str, int]  # block sizes of the launch configuration
     num_warps: int
     num_stages: int
     target: Any                # triton.backends.compiler.GPUTarget
@@ -99,6 +99,7 @@ class WorkerPool:
         self.size = size
         self._procs: list[subprocess.Popen] = []
         self._lock = threading.Lock()
+        self._run_lock = threading.Lock()  # one run at a time: the pipes carry one job each way
 
     def start(self) -> None:
         with self._lock:
@@ -115,6 +116,10 @@ class WorkerPool:
 
     def run(self, jobs: Sequence[Job]) -> list[str | None]:
         """Compile ``jobs`` into Triton's cache; per job None, or why it was not compiled."""
+        with self._run_lock:
+            return self._run(jobs)
+
+    def _run(self, jobs: Sequence[Job]) -> list[str | None]:
         self.start()
         results: list[str | None] = ["not compiled"] * len(jobs)
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -167,12 +172,12 @@ def pool() -> WorkerPool:
     return _POOL
 
 
-def precompile(jobs: Sequence[Job]) -> list[str | None]:
+def precompile(jobs: Sequence[Job]) -> None:
     """Compile ``jobs`` in the workers (started on first use, with the caller's environment:
-    set ``TRITON_CACHE_DIR`` before); with fewer than two jobs or no workers, nothing is done."""
-    if len(jobs) < 2 or pool().size < 1:
-        return ["not compiled"] * len(jobs)
-    return pool().run(jobs)
+    set ``TRITON_CACHE_DIR`` before); with fewer than two jobs or no workers, nothing is done.
+    Whatever fails here is compiled again, and reported, by the caller."""
+    if len(jobs) >= 2 and pool().size >= 1:
+        pool().run(jobs)
 
 
 def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
