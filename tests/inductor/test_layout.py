@@ -69,7 +69,7 @@ def test_convolutions_get_channels_last_inputs_and_results_match_eager(caplog) -
     with torch.no_grad():
         expected = model(x)
         gm = _traced(fn, x, *state)
-        assert channels_last_convolutions(gm)
+        assert channels_last_convolutions(gm, "cpu")
         assert all(v.is_contiguous(memory_format=torch.channels_last) for v in _conv_inputs(gm))
         # one conversion: the graph input, where it first feeds a convolution
         clones = [n for n in gm.graph.nodes if n.target is aten.clone.default]
@@ -91,7 +91,7 @@ def test_an_output_keeps_the_layout_eager_gives_it() -> None:
     with torch.no_grad():
         expected = fn(x, w, b)
         gm = _traced(fn, x, w, b)
-        assert channels_last_convolutions(gm)
+        assert channels_last_convolutions(gm, "cpu")
         (result,) = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         assert result.target is aten.clone.default and result.kwargs["memory_format"] == torch.contiguous_format
         assert result.meta["val"].is_contiguous()
@@ -110,14 +110,20 @@ def test_graph_with_many_channels_last_outputs_is_left_alone() -> None:
     with torch.no_grad():
         gm = _traced(fn, torch.randn(1, 3, 10, 10), torch.randn(4, 3, 3, 3), torch.randn(4, 4, 3, 3))
         before = gm.code
-        assert not channels_last_convolutions(gm)
+        assert not channels_last_convolutions(gm, "cpu")
     assert gm.code == before
     assert not any(v.is_contiguous(memory_format=torch.channels_last) for v in _conv_inputs(gm))
 
 
+def test_convolutions_on_another_device_are_left_alone() -> None:
+    with torch.no_grad():
+        gm = _traced(lambda t, w: F.conv2d(t, w), torch.randn(1, 3, 6, 6), torch.randn(2, 3, 3, 3))
+    assert not channels_last_convolutions(gm, "cuda")
+
+
 def test_graph_without_convolutions_is_left_alone() -> None:
     gm = _traced(lambda t: torch.relu(t) + 1, torch.randn(2, 3, 4, 4))
-    assert not channels_last_convolutions(gm)
+    assert not channels_last_convolutions(gm, "cpu")
 
 
 @pytest.mark.gpu

@@ -32,13 +32,14 @@ def _is_channels_last(t: Any) -> bool:
     return t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)
 
 
-def _wants_channels_last(node: torch.fx.Node) -> bool:
-    """A 2-D convolution (4-D input) whose input is not channels-last yet."""
+def _wants_channels_last(node: torch.fx.Node, device_type: str) -> bool:
+    """A 2-D convolution (4-D input on ``device_type``) whose input is not channels-last yet."""
     if node.op != "call_function" or node.target not in CONVOLUTIONS:
         return False
     x = node.args[0]
     val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-    return isinstance(val, torch.Tensor) and val.dim() == 4 and not _is_channels_last(val)
+    return (isinstance(val, torch.Tensor) and val.dim() == 4 and val.device.type == device_type
+            and not _is_channels_last(val))
 
 
 def _mutates(gm: torch.fx.GraphModule) -> bool:
@@ -46,15 +47,16 @@ def _mutates(gm: torch.fx.GraphModule) -> bool:
                for n in gm.graph.nodes)
 
 
-def channels_last_convolutions(gm: torch.fx.GraphModule, max_output_conversions: int = 1) -> bool:
-    """Rewrite ``gm`` (an aten graph with ``meta["val"]`` fakes) in place as described above.
+def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cuda",
+                               max_output_conversions: int = 1) -> bool:
+    """Rewrite ``gm`` (an aten graph with ``meta["val"]`` fakes) in place as described above, for
+    the convolutions on ``device_type``.
 
-    Returns whether it changed anything. Nothing is changed when the graph has no 2-D
-    convolution, mutates an input, or would need more than ``max_output_conversions`` outputs
-    converted back to their eager layout.
+    Returns whether it changed anything. Nothing is changed when the graph has no such 2-D
+    convolution, mutates an input, or has more 4-D outputs than ``max_output_conversions``.
     """
     graph = gm.graph
-    if not any(_wants_channels_last(n) for n in graph.nodes) or _mutates(gm):
+    if not any(_wants_channels_last(n, device_type) for n in graph.nodes) or _mutates(gm):
         return False
     output = next(n for n in graph.nodes if n.op == "output")
     expected = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None
@@ -65,7 +67,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, max_output_conversions:
     saved = {n: n.meta.get("val") for n in graph.nodes}
     added: list[torch.fx.Node] = []
     try:
-        _propagate(gm, added)
+        _propagate(gm, added, device_type)
         converted = _restore_output_layouts(gm, output, expected, added)
     except Exception as exc:  # a fake kernel that fails here: keep the graph as traced
         log.debug("channels-last layout not applied: %s: %s", type(exc).__name__, exc)
@@ -87,7 +89,7 @@ def _fake_mode(gm: torch.fx.GraphModule) -> Any:
     raise RuntimeError("the graph carries no fake tensors")
 
 
-def _propagate(gm: torch.fx.GraphModule, added: list[torch.fx.Node]) -> None:
+def _propagate(gm: torch.fx.GraphModule, added: list[torch.fx.Node], device_type: str) -> None:
     """Insert the channels-last conversions before convolutions, recomputing ``meta["val"]``
     of every call from the first conversion on (node order is a topological order)."""
     mode = _fake_mode(gm)
@@ -96,7 +98,7 @@ def _propagate(gm: torch.fx.GraphModule, added: list[torch.fx.Node]) -> None:
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
-        if _wants_channels_last(node):
+        if _wants_channels_last(node, device_type):
             x = node.args[0]
             with graph.inserting_before(node):
                 clone = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.channels_last})
