@@ -1,9 +1,10 @@
 """A compiled function: its cache of guarded entries, and what happens on a miss.
 
 Hot path: bind the arguments, try each entry's guard (newest first), run the first that
-passes with the graph inputs its guard returned. On a miss: capture the function, hand the graph to the backend, build an entry from
-the guards and the generated runner. Capture failures become an eager entry guarded by what
-the capture read before failing, so they are paid once; with ``fullgraph=True`` they raise.
+passes with the graph inputs its guard returned. On a miss: capture the function, hand the
+graph to the backend, build an entry from the guards and the generated runner. Capture failures
+become an eager entry guarded by what the capture read before failing, so they are paid once;
+with ``fullgraph=True`` they raise.
 """
 from __future__ import annotations
 
