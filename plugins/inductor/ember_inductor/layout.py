@@ -67,8 +67,9 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cud
     saved = {n: n.meta.get("val") for n in graph.nodes}
     added: list[torch.fx.Node] = []
     try:
-        _propagate(gm, added, device_type)
-        converted = _restore_output_layouts(gm, output, expected, added)
+        mode = _fake_mode(gm)
+        _propagate(gm, mode, added, device_type)
+        converted = _restore_output_layouts(gm, mode, output, expected, added)
     except Exception as exc:  # a fake kernel that fails here: keep the graph as traced
         log.debug("channels-last layout not applied: %s: %s", type(exc).__name__, exc)
         converted = None
@@ -89,10 +90,9 @@ def _fake_mode(gm: torch.fx.GraphModule) -> Any:
     raise RuntimeError("the graph carries no fake tensors")
 
 
-def _propagate(gm: torch.fx.GraphModule, added: list[torch.fx.Node], device_type: str) -> None:
+def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], device_type: str) -> None:
     """Insert the channels-last conversions before convolutions, recomputing ``meta["val"]``
     of every call from the first conversion on (node order is a topological order)."""
-    mode = _fake_mode(gm)
     graph = gm.graph
     changed = False
     for node in list(graph.nodes):
@@ -116,12 +116,11 @@ def _recompute(node: torch.fx.Node, mode: Any) -> None:
         node.meta["val"] = node.target(*args, **kwargs)
 
 
-def _restore_output_layouts(gm: torch.fx.GraphModule, output: torch.fx.Node, expected: list[Any],
-                            added: list[torch.fx.Node]) -> int | None:
+def _restore_output_layouts(gm: torch.fx.GraphModule, mode: Any, output: torch.fx.Node,
+                            expected: list[Any], added: list[torch.fx.Node]) -> int | None:
     """Convert outputs whose layout changed back to eager's; the number converted, or None
     when one cannot be converted by a clone (a layout neither contiguous nor channels-last)."""
     leaves, spec = pytree.tree_flatten(output.args[0])
-    mode = _fake_mode(gm)
     converted = 0
     for i, (leaf, want) in enumerate(zip(leaves, expected)):
         if not isinstance(leaf, torch.fx.Node) or not isinstance(want, torch.Tensor):
