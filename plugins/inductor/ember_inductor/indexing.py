@@ -208,9 +208,19 @@ def _combine_pairs(expr: Expr, ranges: dict) -> Expr:
 
 def simplify_index(expr: Expr, ranges: dict) -> Expr:
     """Fold FloorDiv / ModularIndexing using the variables' ranges."""
-    expr = sympy.expand(sympy.sympify(expr))
+    expr = sympy.sympify(expr)
+    bounds = tuple(sorted(((s, ranges[s]) for s in expr.free_symbols if s in ranges), key=str))
+    return _simplify(expr, bounds)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _simplify(expr: Expr, bounds: tuple) -> Expr:
+    """``simplify_index`` proper: the result depends on the ranges of ``expr``'s own symbols
+    only, so those (``bounds``) key the cache (kernels and fusion tests ask again and again)."""
+    expr = sympy.expand(expr)
     if not expr.has(FloorDiv, ModularIndexing):
         return expr
+    ranges = dict(bounds)
     expr = expr.replace(lambda e: isinstance(e, (FloorDiv, ModularIndexing)),
                         lambda e: _simplify_atom(e, ranges))
     expr = sympy.expand(expr)
