@@ -9,12 +9,18 @@ FakeTensorMode), not process start-up or ``import torch``/``import ember``. Mode
 those of ``benchmarks.run``.
 
     python -m benchmarks.warm_start [--device cpu|cuda] [--only NAME ...] [--compilers ember torch]
+                                    [--profile DIR]
+
+``--profile DIR`` runs each timed span under cProfile and writes the functions with the most
+cumulative and own time to ``DIR/<workload>_<compiler>_<cold|warm>.txt``.
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import subprocess
 import sys
 import tempfile
@@ -23,7 +29,7 @@ import time
 WORKLOADS = ["resnet18 eval", "resnet18 train step", "GPT eval"]  # name prefixes in benchmarks.run
 
 
-def _child(name: str, compiler: str, device: str) -> None:
+def _child(name: str, compiler: str, device: str, profile_to: str | None) -> None:
     import torch
 
     from benchmarks.run import step_runner, workloads
@@ -36,17 +42,28 @@ def _child(name: str, compiler: str, device: str) -> None:
         compile_fn = ember.compile
     else:
         compile_fn = torch.compile
+    profiler = cProfile.Profile() if profile_to else None
     start = time.perf_counter()  # compile() included: torch.compile imports torch._dynamo there
+    if profiler:
+        profiler.enable()
     run = step_runner(compile_fn(obj), inputs, training, obj)
     run()
     if device == "cuda":
         torch.cuda.synchronize()
-    print(json.dumps({"first_call_s": time.perf_counter() - start}))
+    elapsed = time.perf_counter() - start
+    if profiler:
+        profiler.disable()
+        with open(profile_to, "w") as f:
+            f.write(f"{name} / {compiler}: {elapsed:.2f} s\n")
+            for order in ("cumulative", "tottime"):
+                pstats.Stats(profiler, stream=f).sort_stats(order).print_stats(80)
+    print(json.dumps({"first_call_s": elapsed}))
 
 
-def _run(name: str, compiler: str, device: str, env: dict) -> float:
+def _run(name: str, compiler: str, device: str, env: dict, profile_to: str | None) -> float:
+    extra = ["--profile", profile_to] if profile_to else []
     proc = subprocess.run([sys.executable, "-m", "benchmarks.warm_start", "--child", name, compiler,
-                           "--device", device], env=env, capture_output=True, text=True, timeout=600)
+                           "--device", device, *extra], env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
     return json.loads(proc.stdout.strip().splitlines()[-1])["first_call_s"]
@@ -57,10 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--compilers", nargs="+", choices=["ember", "torch"], default=["ember", "torch"])
+    ap.add_argument("--profile", metavar="DIR", help="write a cProfile summary of each timed span to DIR")
     ap.add_argument("--child", nargs=2, metavar=("WORKLOAD", "COMPILER"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        _child(args.child[0], args.child[1], args.device)
+        _child(args.child[0], args.child[1], args.device, args.profile)
         return 0
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     print(f"| workload ({args.device}) | ember cold s | ember warm s | torch.compile cold s | torch.compile warm s |")
@@ -77,7 +95,13 @@ def main(argv: list[str] | None = None) -> int:
             env = dict(os.environ, EMBER_CACHE_DIR=cache, TORCHINDUCTOR_CACHE_DIR=cache,
                        PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
             try:
-                cells += [f"{_run(name, compiler, args.device, env):.2f}" for _ in range(2)]
+                for start in ("cold", "warm"):
+                    profile_to = None
+                    if args.profile:
+                        os.makedirs(args.profile, exist_ok=True)
+                        slug = name.replace(" ", "_")
+                        profile_to = os.path.join(args.profile, f"{slug}_{compiler}_{start}.txt")
+                    cells.append(f"{_run(name, compiler, args.device, env, profile_to):.2f}")
             except Exception as exc:  # a failing compiler is reported, not fatal
                 print(f"{name} / {compiler} failed: {exc}", file=sys.stderr)
                 cells += ["failed", "failed"]

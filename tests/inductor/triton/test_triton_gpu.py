@@ -100,3 +100,26 @@ def test_second_process_reuses_sources_and_autotuning(tmp_path) -> None:
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert glob.glob(str(tmp_path / "triton" / "*.py"))
         assert glob.glob(str(tmp_path / "triton" / "*.json"))
+
+
+def test_workers_build_the_c_launcher(tmp_path, monkeypatch) -> None:
+    from triton.runtime import driver
+
+    from ember_inductor.codegen.triton_backend import generate_triton
+    from ember_inductor.codegen.triton_compile import Job, WorkerPool
+    from ember_inductor.codegen.triton_runtime import kernel_path, load_kernel
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "ember"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    x = torch.randn(64, 32)
+    (source, kernel), = generate_triton(lambda t: torch.softmax(t, -1) * 2, [x]).values()
+    _, key = load_kernel(source, kernel.name)
+    target = driver.active.get_current_target()
+    cfg = kernel.configs()[0]
+    pool = WorkerPool(1)
+    try:
+        errors = pool.run([Job(kernel_path(key), kernel.name, kernel.signature(), cfg.kwargs(), cfg.num_warps,
+                               cfg.num_stages, target, launcher=True)])
+    finally:
+        pool.close()
+    assert errors == [None]
+    assert glob.glob(str(tmp_path / "triton" / "*" / "__triton_launcher*.so"))

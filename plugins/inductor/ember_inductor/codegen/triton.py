@@ -204,11 +204,17 @@ class TritonKernel:
         return subs, ranges
 
     def configs(self) -> list[LaunchConfig]:
-        """The launch configurations autotuned on the first run (first = default)."""
+        """The launch configurations autotuned on the first run (first = default).
+
+        Pruned with the autotuning logs of the GPU benchmark models on the H100 (491 kernels):
+        without 32x32 tiles, tiled kernels lost 0.3% at the geomean; looped reductions took one
+        of the two single-row shapes (64x64 stays for reductions over a strided dimension, which
+        those models had few of); a persistent reduction's 256 elements per warp did as well as
+        twice the warps (0.8%)."""
         out: list[LaunchConfig] = []
         if self.tiled:
             y, x = _pow2(indexing.numel(self.plan.outer[:-1])), _pow2(self.plan.outer[-1])
-            for yb, xb, w in [(32, 32, 4), (64, 64, 8), (16, 64, 4), (64, 16, 4)]:
+            for yb, xb, w in [(64, 64, 8), (16, 64, 4), (64, 16, 4)]:
                 out.append(LaunchConfig((("YBLOCK", min(yb, y)), ("XBLOCK", min(xb, x))), w))
         elif not self.is_reduction:
             n = _pow2(self.numel)
@@ -221,14 +227,11 @@ class TritonKernel:
                 xb = min(xb, n)
                 if xb * rb > 8192 or (xb * rb < 256 and xb < n):
                     continue
-                w = max(1, min(16, xb * rb // 256))
-                out += [LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), w)]
-                if w <= 8:
-                    out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), w * 2))
+                out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), max(1, min(16, xb * rb // 256))))
             out = out or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
         else:
             rb, n = _pow2(self.rnumel), _pow2(self.numel)
-            for xb, r, w in [(1, 2048, 8), (8, 512, 8), (1, 4096, 16), (64, 64, 8), (32, 16, 4)]:
+            for xb, r, w in [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)]:
                 out.append(LaunchConfig((("XBLOCK", min(xb, n)), ("RBLOCK", min(r, rb))), w, 2))
         return list(dict.fromkeys(out))
 

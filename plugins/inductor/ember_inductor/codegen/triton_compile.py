@@ -5,7 +5,9 @@ ResNet-18's kernels only 1.4x faster than one. ``precompile`` hands the compilat
 processes (``python -m ember_inductor.codegen.triton_compile``) that compile for the explicit
 target with no CUDA context (``CUDA_VISIBLE_DEVICES`` is empty there); each binary lands in
 Triton's cache (``TRITON_CACHE_DIR``, passed down through the environment), from which the
-compiling process then loads it in milliseconds. This module imports neither torch nor the rest
+compiling process then loads it in milliseconds. A job may also ask for the kernel's C launcher
+(a gcc build per new signature, cached by Triton the same way), so that those builds overlap
+with the compilations instead of following them. This module imports neither torch nor the rest
 of ember (a worker starts in about 0.3 s). The workers start once per process, the first time
 there is more than one kernel to compile, and exit with it. A worker that fails costs only
 time: whatever it did not compile is compiled in the calling process as before.
@@ -43,6 +45,7 @@ class Job:
     num_warps: int
     num_stages: int
     target: Any                # triton.backends.compiler.GPUTarget
+    launcher: bool = False     # also build Triton's C launcher for this signature
 
 
 def import_kernel(path: str, fn_name: str) -> Any:
@@ -67,6 +70,13 @@ def compile_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, int
     attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
     src = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def build_launcher(binary: Any) -> None:
+    """Build (into Triton's cache) the C launcher of a kernel compiled for an NVIDIA target,
+    without a CUDA context: what ``driver.active.launcher_cls`` would build at the first launch."""
+    from triton.backends.nvidia.driver import CudaLauncher
+    CudaLauncher(binary.src, binary.metadata)
 
 
 def _send(stream: IO[bytes], obj: Any) -> None:
@@ -188,10 +198,12 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
         except EOFError:
             return
         try:
-            compile_kernel(import_kernel(job.path, job.fn_name), job.signature, job.constexprs,
-                           job.num_warps, job.num_stages, job.target)
+            binary = compile_kernel(import_kernel(job.path, job.fn_name), job.signature, job.constexprs,
+                                    job.num_warps, job.num_stages, job.target)
+            if job.launcher and job.target.backend == "cuda":
+                build_launcher(binary)
             result = None
-        except Exception as exc:  # reported to the parent, which compiles the job itself
+        except Exception as exc:  # reported to the parent, which compiles (and builds) it itself
             result = f"{type(exc).__name__}: {exc}"
         _send(stdout, result)
 

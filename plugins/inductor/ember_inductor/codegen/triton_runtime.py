@@ -174,6 +174,9 @@ class TritonLauncher:
             if not timings:
                 raise RuntimeError(f"no launch configuration of kernel {self.key} runs on this device")
             best = min(timings, key=timings.__getitem__)
+            log.debug("autotuned %s: %s", self.key, "; ".join(
+                f"{dict(self.configs[i].meta)} w{self.configs[i].num_warps} s{self.configs[i].num_stages}"
+                f" {t:.4f}{' *' if i == best else ''}" for i, t in timings.items()))
         cfg = self.configs[best]
         try:
             _atomic_write(self._tuning_path(), json.dumps(
@@ -229,9 +232,17 @@ def compile_all(launchers: list[TritonLauncher]) -> None:
     target = driver.active.get_current_target()
     jobs = [(ln, i) for ln in launchers for i in ln.pending_compiles()]
     # a kernel with a saved autotuning choice was compiled by an earlier process: in Triton's cache
-    precompile([Job(kernel_path(ln.key), ln.fn.__name__, ln.signature, ln.configs[i].kwargs(),
-                    ln.configs[i].num_warps, ln.configs[i].num_stages, target)
-                for ln, i in jobs if ln.choice is None])
+    worker_jobs, signatures = [], set()
+    for ln, i in jobs:
+        if ln.choice is not None:
+            continue
+        cfg = ln.configs[i]
+        # configurations differing only in block sizes share one launcher: build it once
+        signature = (tuple(ln.signature.items()), tuple(cfg.kwargs()))
+        worker_jobs.append(Job(kernel_path(ln.key), ln.fn.__name__, ln.signature, cfg.kwargs(),
+                               cfg.num_warps, cfg.num_stages, target, signature not in signatures))
+        signatures.add(signature)
+    precompile(worker_jobs)
     workers = max(1, min(len(jobs), os.cpu_count() or 1, 16))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         futures = {pool.submit(_compile_with_launcher, ln.fn, ln.signature, ln.configs[i], target): (ln, i)
