@@ -133,23 +133,27 @@ def lower_bound(expr: Expr) -> int:
     return 0
 
 
-def _split_terms(base: Expr, div: int, ranges: dict) -> tuple[Expr, Expr] | None:
-    """Split ``base`` into (quotient part q, remainder part r) with base = q*div + r, 0<=r<div."""
-    q, r = S.Zero, S.Zero
-    for term, coeff in base.as_coefficients_dict().items():
-        if not coeff.is_Integer:
-            return None
-        c = int(coeff)
-        if c % div == 0:
-            q += (c // div) * term
-        else:
-            r += c * term
-    if r == 0:
-        return q, r
-    ub = upper_bound(r, ranges)
-    if ub is None or ub >= div or any(c < 0 for c in r.as_coefficients_dict().values()):
+def _divide_out(base: Expr, div: int, ranges: dict) -> tuple[Expr, int] | None:
+    """``(q, k)`` with ``base // div == q // k`` and ``k < div``, when ``base = g*q + r`` for some
+    ``g > 1`` dividing ``div`` and ``0 <= r < g``; None when no such ``g`` exists."""
+    coeffs = base.as_coefficients_dict()
+    if not all(c.is_Integer for c in coeffs.values()):
         return None
-    return q, r
+    for g in sorted({math.gcd(div, int(c)) for c in coeffs.values()} | {div}, reverse=True):
+        if g == 1:
+            break
+        q, r = S.Zero, S.Zero
+        for term, coeff in coeffs.items():
+            if int(coeff) % g == 0:
+                q += (int(coeff) // g) * term
+            else:
+                r += coeff * term
+        if r == 0:
+            return q, div // g
+        ub = upper_bound(r, ranges)
+        if ub is not None and ub < g and all(c >= 0 for c in r.as_coefficients_dict().values()):
+            return q, div // g
+    return None
 
 
 def _simplify_atom(e: Expr, ranges: dict) -> Expr:
@@ -159,9 +163,10 @@ def _simplify_atom(e: Expr, ranges: dict) -> Expr:
         ub = upper_bound(base, ranges)
         if ub is not None and ub < d and lower_bound(base) >= 0:
             return S.Zero
-        split = _split_terms(sympy.expand(base), d, ranges)
-        if split is not None:
-            return split[0]
+        split = _divide_out(sympy.expand(base), d, ranges)
+        if split is not None:  # (g*q + r) // (g*k) with 0 <= r < g is q // k
+            q, k = split
+            return _simplify_atom(FloorDiv(q, k), ranges) if k != 1 else q
         return FloorDiv(base, e.args[1])
     if isinstance(e, ModularIndexing):
         base = sympy.expand(simplify_index(e.args[0], ranges))
@@ -174,6 +179,9 @@ def _simplify_atom(e: Expr, ranges: dict) -> Expr:
         ub = upper_bound(kept, ranges)
         if ub is not None and ub < d * m and lower_bound(kept) >= 0:
             return _simplify_atom(FloorDiv(kept, d), ranges) if d != 1 else kept
+        split = _divide_out(kept, d, ranges) if d != 1 else None
+        if split is not None:  # (g*q + r) // (g*k) % m with 0 <= r < g is q // k % m
+            return _simplify_atom(ModularIndexing(split[0], split[1], m), ranges)
         return ModularIndexing(kept, e.args[1], e.args[2])
     return e
 
