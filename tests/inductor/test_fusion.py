@@ -52,6 +52,18 @@ def test_softmax_computes_exp_once_per_element() -> None:
     assert re.search(r"row0\[r0\] = t\d+;", body) and re.search(r"= row0\[r0\];", body)
 
 
+def test_softmax_multiplies_by_the_reciprocal_of_the_row_sum() -> None:
+    """One division per row, not per element; integer sums keep their integer division."""
+    compiled = check(lambda x: torch.softmax(x, -1), torch.randn(32, 100))
+    body = _kernel_code(compiled)
+    assert re.search(r"auto (acc\d+)_inv = 1 / \1;", body)
+    assert not re.search(r"/ acc\d+\)", body)
+    ints = check(lambda x: x // x.sum(-1, keepdim=True).clamp(min=1), torch.randint(0, 9, (8, 50)))
+    assert "_inv" not in _kernel_code(ints)
+    doubles = check(lambda x: x / x.sum(-1, keepdim=True), torch.rand(8, 50, dtype=torch.float64) + 0.5)
+    assert "_inv = 1 /" in _kernel_code(doubles)
+
+
 def test_row_reuse_is_skipped_for_long_rows_and_float64() -> None:
     long_rows = check(lambda x: torch.softmax(x, -1), torch.randn(2, 20000))
     assert _kernel_code(long_rows).count("std::exp(") == 2

@@ -7,7 +7,10 @@ in float. Values are C++ ``auto`` temporaries, common subexpressions are shared 
 A row kernel runs one inner loop per stage (softmax: max, then sum of exp, then exp / sum). A
 transcendental value that a later stage would compute again (softmax's exp) is instead kept in a
 per-row array on the stack by the first stage and read back by the later ones: a probe
-generation finds such values, the real one reuses them.
+generation finds such values, the real one reuses them. A later stage that divides by an
+earlier stage's floating-point reduction (softmax's sum) multiplies by its reciprocal, computed
+once per row: a vector division costs many times a multiplication, and eager's softmax does the
+same.
 """
 from __future__ import annotations
 
@@ -157,6 +160,8 @@ class CppKernel:
         self.seen: dict[str, set[int]] | None = None  # probe only: expensive expression -> inner stages
         self.reuse: dict[str, str] = {}  # expression -> row array holding it
         self.reuse_saved: set[str] = set()
+        self.float_accs: set[str] = set()  # floating-point accumulators (sum, prod)
+        self.reciprocals: set[str] = set()  # their reciprocals, declared per row
 
     # -- helpers -----------------------------------------------------------------------------
     def new_var(self, prefix: str = "t") -> str:
@@ -275,6 +280,8 @@ class CppKernel:
                 self.red_post.append(f"if ({flag}) {acc} = std::numeric_limits<{t}>::quiet_NaN();")
             return Reduced(acc, None)
         init = _RED_INIT[rtype]
+        if t in ("float", "double"):
+            self.float_accs.add(acc)
         self.red_pre.append(f"{t} {acc} = {init};")
         op = {"sum": f"{acc} += {value};", "prod": f"{acc} *= {value};",
               "any": f"{acc} = {acc} || {value};", "all": f"{acc} = {acc} && {value};"}[rtype]
@@ -322,6 +329,15 @@ class CppKernel:
             f"std::numeric_limits<decltype({fn}())>::infinity()" if other == float("inf") else
             f"-std::numeric_limits<decltype({fn}())>::infinity()" if other == float("-inf") else repr(other)))
         return self.cse(f"({mask} ? {fn}() : static_cast<decltype({fn}())>({other_c}))")
+
+    def truediv(self, a: str, b: str) -> str:
+        if b in self.float_accs and self.scope is self.stage_scope and self.scope.parent is not None:
+            inv = f"{b}_inv"
+            if inv not in self.reciprocals:  # once per row, ahead of this stage's loop
+                self.scope.parent.lines.append(f"auto {inv} = 1 / {b};")
+                self.reciprocals.add(inv)
+            return self.cse(f"({a} * {inv})")
+        return self.cse(_BINARY["truediv"].format(a, b))
 
     def indirect_indexing(self, value: str, size: Any) -> sympy.Symbol:
         var = self.new_var("ind")
