@@ -152,6 +152,27 @@ def test_module_attribute_guards():
     assert backend.count == 4
 
 
+def test_tuple_of_primitives_is_one_check():
+    """A convolution's stride is guarded as one constant: the same tuple object, or an equal tuple
+    of the same item types (a float stride must not reuse the graph compiled for ints)."""
+    def run(x, size):
+        return x.reshape(size) * size[0]
+
+    backend = CountingBackend()
+    compiled = ember.compile(run, backend=backend)
+    x = torch.randn(6)
+    with no_fallback():
+        torch.testing.assert_close(compiled(x, (2, 3)), run(x, (2, 3)))
+        torch.testing.assert_close(compiled(x, tuple([2, 3])), run(x, (2, 3)))  # equal, another object
+        assert backend.count == 1
+        torch.testing.assert_close(compiled(x, (3, 2)), run(x, (3, 2)))
+        assert backend.count == 2
+    source = compiled.__ember__.entries[0].guard.__ember_source__
+    assert "[0]" not in source and "len(" not in source  # no per-item checks
+    assert compiled.__ember__.entries[0].guard({"x": x, "size": (2.0, 3)}) is None
+    assert compiled.__ember__.entries[0].guard({"x": x, "size": [2, 3]}) is None
+
+
 def test_module_identity_guard_for_module_arguments():
     def run(m, x):
         return m(x)
