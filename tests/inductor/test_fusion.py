@@ -53,15 +53,24 @@ def test_softmax_computes_exp_once_per_element() -> None:
 
 
 def test_softmax_multiplies_by_the_reciprocal_of_the_row_sum() -> None:
-    """One division per row, not per element; integer sums keep their integer division."""
+    """One division per row, not per element; integer and float64 sums keep their division."""
     compiled = check(lambda x: torch.softmax(x, -1), torch.randn(32, 100))
     body = _kernel_code(compiled)
-    assert re.search(r"auto (acc\d+)_inv = 1 / \1;", body)
-    assert not re.search(r"/ acc\d+\)", body)
+    assert re.search(r"float (acc\d+)_inv = 1.0f / \1;", body)
+    assert re.search(r"\? t\d+ \* (acc\d+)_inv : t\d+ / \1\)", body)  # the division only if 1 / sum overflows
     ints = check(lambda x: x // x.sum(-1, keepdim=True).clamp(min=1), torch.randint(0, 9, (8, 50)))
     assert "_inv" not in _kernel_code(ints)
     doubles = check(lambda x: x / x.sum(-1, keepdim=True), torch.rand(8, 50, dtype=torch.float64) + 0.5)
-    assert "_inv = 1 /" in _kernel_code(doubles)
+    assert "_inv" not in _kernel_code(doubles)
+
+
+def test_division_by_a_denormal_row_sum_matches_eager() -> None:
+    """1 / 8e-40 overflows float: that row divides, so x / sum stays finite."""
+    x = torch.full((4, 8), 1e-40)
+    fn = lambda t: t / t.sum(-1, keepdim=True)  # noqa: E731
+    compiled = check(fn, x)  # compares with eager
+    assert "_inv" in _kernel_code(compiled)
+    torch.testing.assert_close(compiled(x), torch.full((4, 8), 0.125))
 
 
 def test_row_reuse_is_skipped_for_long_rows_and_float64() -> None:

@@ -8,9 +8,9 @@ A row kernel runs one inner loop per stage (softmax: max, then sum of exp, then 
 transcendental value that a later stage would compute again (softmax's exp) is instead kept in a
 per-row array on the stack by the first stage and read back by the later ones: a probe
 generation finds such values, the real one reuses them. A later stage that divides by an
-earlier stage's floating-point reduction (softmax's sum) multiplies by its reciprocal, computed
-once per row: a vector division costs many times a multiplication, and eager's softmax does the
-same.
+earlier stage's float reduction (softmax's sum) multiplies by its reciprocal, computed once per
+row (a denormal sum, whose reciprocal overflows, keeps the division): a vector division costs
+many times a multiplication, and eager's softmax multiplies too.
 """
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ class CppKernel:
         self.seen: dict[str, set[int]] | None = None  # probe only: expensive expression -> inner stages
         self.reuse: dict[str, str] = {}  # expression -> row array holding it
         self.reuse_saved: set[str] = set()
-        self.float_accs: set[str] = set()  # floating-point accumulators (sum, prod)
+        self.float_accs: set[str] = set()  # float accumulators (sum, prod)
         self.reciprocals: set[str] = set()  # their reciprocals, declared per row
 
     # -- helpers -----------------------------------------------------------------------------
@@ -280,7 +280,7 @@ class CppKernel:
                 self.red_post.append(f"if ({flag}) {acc} = std::numeric_limits<{t}>::quiet_NaN();")
             return Reduced(acc, None)
         init = _RED_INIT[rtype]
-        if t in ("float", "double"):
+        if t == "float":
             self.float_accs.add(acc)
         self.red_pre.append(f"{t} {acc} = {init};")
         op = {"sum": f"{acc} += {value};", "prod": f"{acc} *= {value};",
@@ -334,9 +334,12 @@ class CppKernel:
         if b in self.float_accs and self.scope is self.stage_scope and self.scope.parent is not None:
             inv = f"{b}_inv"
             if inv not in self.reciprocals:  # once per row, ahead of this stage's loop
-                self.scope.parent.lines.append(f"auto {inv} = 1 / {b};")
+                # 1 / b overflows for a denormal b, where a / b may not: then divide (gcc
+                # unswitches the loop on this invariant flag)
+                self.scope.parent.lines += [f"float {inv} = 1.0f / {b};",
+                                            f"const bool {inv}_ok = !std::isinf({inv}) || {b} == 0;"]
                 self.reciprocals.add(inv)
-            return self.cse(f"({a} * {inv})")
+            return self.cse(f"({inv}_ok ? {a} * {inv} : {a} / {b})")
         return self.cse(_BINARY["truediv"].format(a, b))
 
     def indirect_indexing(self, value: str, size: Any) -> sympy.Symbol:
