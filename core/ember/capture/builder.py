@@ -2,7 +2,8 @@
 
 This is the only place where a value enters the capture from outside; it decides the guard:
 tensors on metadata, primitives on value, flat tuples of primitives (a convolution's stride) as
-one constant, other containers on type and length (their items are wrapped one by one), anything else (modules, functions, classes, user objects) on identity.
+one constant, other containers on type and length (their items are wrapped one by one),
+anything else (modules, functions, classes, user objects) on identity.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 _PRIMITIVES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented),
                slice, frozenset, set, range)
 _TORCH_VALUES = (torch.dtype, torch.device, torch.memory_format, torch.layout)
-_FLAT = (bool, int, float, str, type(None))  # tuples of these are guarded as one constant
+_FLAT = (bool, int, float, str, type(None))  # tuples of these (no NaN) are guarded as one constant
 
 
 _PLAIN_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
@@ -56,7 +57,7 @@ def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
         if seen is not None and seen[0] is value:
             guards.same_object(source, seen[1].source)
             return seen[1]
-    if type(value) is tuple and source is not None and all(type(v) in _FLAT for v in value):
+    if type(value) is tuple and source is not None and all(type(v) in _FLAT and v == v for v in value):
         guards.constant_tuple(source, value)  # covers the items: they get no guards of their own
         return TupleVar([ConstVar(v, ItemSource(source, i)) for i, v in enumerate(value)], source, tuple)
     if isinstance(value, (tuple, list)):
