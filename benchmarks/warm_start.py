@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         _child(args.child[0], args.child[1], args.device, args.profile)
         return 0
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
     print(f"| workload ({args.device}) | ember cold s | ember warm s | torch.compile cold s | torch.compile warm s |")
     print("|---|---|---|---|---|")
     for name in WORKLOADS:
@@ -98,7 +100,6 @@ def main(argv: list[str] | None = None) -> int:
                 for start in ("cold", "warm"):
                     profile_to = None
                     if args.profile:
-                        os.makedirs(args.profile, exist_ok=True)
                         slug = name.replace(" ", "_")
                         profile_to = os.path.join(args.profile, f"{slug}_{compiler}_{start}.txt")
                     cells.append(f"{_run(name, compiler, args.device, env, profile_to):.2f}")

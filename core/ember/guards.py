@@ -74,9 +74,8 @@ class GuardSet:
         items have the same types; the first is one pointer comparison per call."""
         c = self.consts.name(value, "v")
         types = self.consts.name(tuple(type(v) for v in value), "v")
-        self._add("equals", (source,),
-                  f"{{0}} is {c} or (type({{0}}) is tuple and {{0}} == {c} and tuple(map(type, {{0}})) == {types})",
-                  f"{source.describe()} == {value!r}")
+        same = f"type({{0}}) is tuple and {{0}} == {c} and tuple(map(type, {{0}})) == {types}"
+        self._add("equals", (source,), f"{{0}} is {c} or ({same})", f"{source.describe()} == {value!r}")
 
     def identity(self, source: Source, value: Any) -> None:
         """Same object; held through a weak reference where the object allows it."""

@@ -331,7 +331,7 @@ class CppKernel:
         return self.cse(f"({mask} ? {fn}() : static_cast<decltype({fn}())>({other_c}))")
 
     def truediv(self, a: str, b: str) -> str:
-        if b in self.float_accs and self.scope is self.stage_scope and self.scope.parent is not None:
+        if b in self.float_accs and self.scope is self.stage_scope:  # a stage's scope has a parent
             inv = f"{b}_inv"
             if inv not in self.reciprocals:  # once per row, ahead of this stage's loop
                 # 1 / b overflows for a denormal b, where a / b may not: then divide (gcc

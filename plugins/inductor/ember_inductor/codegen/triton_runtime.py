@@ -5,8 +5,8 @@ private-directory rules as the C++ cache) and imported, so ``triton.jit`` sees a
 GPU every launch configuration is compiled up front with ``triton.compile`` (kernels and
 configurations in parallel in worker processes, see ``triton_compile``; Triton keeps the
 binaries in its own cache, placed under the ember cache unless ``TRITON_CACHE_DIR`` is set).
-The first call times every configuration on the real inputs and stores the winner next to the source
-(``<hash>.<device>.json``), so a second process compiles and runs only that one. Later calls go
+The first call times every configuration on the real inputs and stores the winner next to the
+source (``<hash>.<device>.json``), so a second process compiles and runs only that one. Later calls go
 straight to the compiled kernel's launcher with a precomputed grid. Under ``TRITON_INTERPRET=1``
 kernels run through Triton's interpreter with their first configuration.
 """
@@ -174,9 +174,9 @@ class TritonLauncher:
             if not timings:
                 raise RuntimeError(f"no launch configuration of kernel {self.key} runs on this device")
             best = min(timings, key=timings.__getitem__)
-            log.debug("autotuned %s: %s", self.key, "; ".join(
-                f"{dict(self.configs[i].meta)} w{self.configs[i].num_warps} s{self.configs[i].num_stages}"
-                f" {t:.4f}{' *' if i == best else ''}" for i, t in timings.items()))
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("autotuned %s: %s", self.key, "; ".join(
+                    f"{self._describe(i)} {t:.4f}{' *' if i == best else ''}" for i, t in timings.items()))
         cfg = self.configs[best]
         try:
             _atomic_write(self._tuning_path(), json.dumps(
@@ -184,6 +184,10 @@ class TritonLauncher:
         except OSError as exc:
             log.debug("could not save the autotuning choice: %s", exc)
         return best
+
+    def _describe(self, index: int) -> str:
+        cfg = self.configs[index]
+        return f"{dict(cfg.meta)} w{cfg.num_warps} s{cfg.num_stages}"
 
     @staticmethod
     def _time(launch: Callable, args: Sequence[torch.Tensor]) -> float:
