@@ -14,6 +14,11 @@ backward) that is later called with grad enabled and inputs requiring grad gets 
 plan, never outputs silently cut off from autograd. Shapes, strides and dtypes are not part of
 the key: the core's guards check them before calling the backend.
 
+Disk cache. With a ``cache`` (a ``plan_cache.PlanCodec`` from the caller, which can save and
+load what its compilers made), each new plan is first looked up on disk and stored after
+compiling, so another process calling the same graph in the same state skips tracing,
+partitioning and compiling (``plan_cache`` says what the key covers).
+
 Failures. Anything ember_aot cannot trace or replay logs one warning on ``ember.aot`` and the
 graph runs eagerly. An exception from the caller's compilers propagates when compiling the
 first plan (the core then applies its backend-failure policy); for plans compiled later, at
@@ -31,6 +36,7 @@ import torch.fx
 from torch._subclasses import FakeTensorMode
 
 from .analysis import analyze
+from . import plan_cache
 from .decompositions import DecompositionTable, with_required
 from .errors import AOTUnsupported
 from .partition import min_cut_partition
@@ -54,6 +60,7 @@ class AOTConfig:
     partition_fn: PartitionFn
     decompositions: DecompositionTable
     keep_inference_input_mutations: bool
+    cache: plan_cache.PlanCodec | None = None
 
 
 class _CompilerError(Exception):
@@ -136,7 +143,7 @@ class AOTCompiledGraph:
                     self._overflow_warned = True
                 return EagerPlan(self.gm)
             try:
-                plan = compile_plan(self.gm, args, self.config)
+                plan = self._load_or_compile(args)
             except _CompilerError as exc:
                 if first:
                     raise exc.__cause__ from None
@@ -146,6 +153,18 @@ class AOTCompiledGraph:
                 plan = self._eager(why)
             self.plans[key] = plan
             return plan
+
+    def _load_or_compile(self, args: Sequence[Any]) -> CompiledPlan:
+        codec = self.config.cache
+        path = plan_cache.plan_path(self.gm, args, codec) if codec is not None else None
+        if path is not None:
+            plan = plan_cache.fetch(path, self.gm, codec)
+            if plan is not None:
+                return plan
+        plan = compile_plan(self.gm, args, self.config)
+        if path is not None:
+            plan_cache.store(path, plan, codec)
+        return plan
 
     def _eager(self, why: str) -> EagerPlan:
         log.warning("ember_aot: cannot compile this graph, running it eagerly: %s", why)
@@ -166,6 +185,7 @@ def aot_autograd(
     decompositions: DecompositionTable | None = None,
     inference_compiler: AtenCompiler | None = None,
     keep_inference_input_mutations: bool = False,
+    cache: plan_cache.PlanCodec | None = None,
 ) -> Backend:
     """A backend ``(gm, example_inputs, **kw) -> callable`` built on aten-level compilers.
 
@@ -177,7 +197,8 @@ def aot_autograd(
     inputs and returning a tuple/list. ``partition_fn`` defaults to ``min_cut_partition``;
     ``decompositions`` to ``default_decompositions()``. With ``keep_inference_input_mutations``
     the inference graph keeps its ``copy_`` into mutated inputs instead of returning the new
-    values for the runtime to write back.
+    values for the runtime to write back. ``cache`` enables the disk cache of plans (see the
+    module docstring).
     """
     config = AOTConfig(
         fw_compiler=fw_compiler,
@@ -186,6 +207,7 @@ def aot_autograd(
         partition_fn=partition_fn or min_cut_partition,
         decompositions=with_required(decompositions),
         keep_inference_input_mutations=keep_inference_input_mutations,
+        cache=cache,
     )
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any):

@@ -1,7 +1,8 @@
 """Backend ``inductor``: torch-level fx graph -> aten graph(s) -> fused C++ kernels.
 
 Training and inference go through ``ember_aot.aot_autograd`` (forward/backward split, functional
-aten graphs with our decomposition table). Without ember_aot, inference graphs are traced here
+aten graphs with our decomposition table), with its disk cache of compiled plans: a second
+process compiling the same graph loads the wrapper and kernels instead (``plan_codec``). Without ember_aot, inference graphs are traced here
 with ``make_fx`` + ``functionalize``; graphs that need autograd then run eagerly (one warning).
 A graph whose compilation fails runs its aten graph eagerly with one warning naming the error,
 unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``.
@@ -55,6 +56,15 @@ def _aot_autograd() -> Callable | None:
     return getattr(ember_aot, "aot_autograd", None)
 
 
+def _plan_codec(mode: str | None, options: dict | None) -> Any:
+    """Compiled plans are kept on disk, except while debugging (the dumps come from compiling)
+    and under CUDA graphs (their wrapper needs the aten graph at compile time)."""
+    if debug.enabled() or mode in ("reduce-overhead", "max-autotune"):
+        return None
+    from .plan_codec import InductorCodec
+    return InductorCodec(options)
+
+
 def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
              options: dict | None = None) -> Callable:
     """The ``inductor`` backend (see module docstring). ``mode="reduce-overhead"`` and
@@ -67,7 +77,8 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     aot = _aot_autograd()
     if aot is not None:
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,
-                      inference_compiler=compile_graph, decompositions=decompositions())
+                      inference_compiler=compile_graph, decompositions=decompositions(),
+                      cache=_plan_codec(mode, options))
         return backend(gm, example_inputs)
     needs_grad = torch.is_grad_enabled() and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)

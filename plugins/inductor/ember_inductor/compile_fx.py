@@ -2,18 +2,23 @@
 
 The returned callable takes the graph's flat inputs positionally and returns a tuple of outputs.
 A graph in which nothing was fused (only aten calls) runs as the aten graph itself.
+``CompiledGraph.artifact()`` describes a compiled graph in picklable data (wrapper source, its
+constants and extern ops, the kernels' spec, the aten graph pickled for the layout fallback);
+``load_compiled_graph`` rebuilds it in another process from the kernel caches, without lowering,
+scheduling or generating code.
 """
 from __future__ import annotations
 
 import logging
+import pickle
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
 
 from . import debug, layout
-from .codegen.common import backend_for
-from .codegen.wrapper import LayoutMismatch, WrapperCodegen
+from .codegen.common import CompiledKernels, backend_for, backend_named
+from .codegen.wrapper import LayoutMismatch, WrapperCodegen, wrapper_globals
 from .graph import GraphLowering
 from .scheduler import FusedGroup, Scheduler
 
@@ -23,9 +28,9 @@ log = logging.getLogger("ember.inductor")
 class CompiledGraph:
     """Runs the generated wrapper; the first call also checks aten output layouts."""
 
-    def __init__(self, gm: torch.fx.GraphModule, call: Callable, call_checked: Callable,
+    def __init__(self, gm: torch.fx.GraphModule | bytes, call: Callable, call_checked: Callable,
                  keepalive: Any) -> None:
-        self.gm = gm
+        self._gm = gm  # or the pickled graph, unpickled when first needed
         self._call = call_checked
         self._fast = call
         self._keepalive = keepalive  # the loaded library must outlive the kernels' callables
@@ -33,6 +38,15 @@ class CompiledGraph:
         self.fallback_ops: list[str] = []
         self.source = ""
         self.wrapper_source = ""
+        self.device: torch.device | None = None
+        self.values: dict[str, Any] = {}
+        self.ops: dict[str, Any] = {}
+
+    @property
+    def gm(self) -> torch.fx.GraphModule:
+        if isinstance(self._gm, bytes):
+            self._gm = pickle.loads(self._gm)
+        return self._gm
 
     def __call__(self, *args: Any) -> Any:
         if self._call is self._fast:
@@ -45,6 +59,17 @@ class CompiledGraph:
             return self._fast(args)
         self._call = self._fast
         return out
+
+    def artifact(self) -> dict[str, Any] | None:
+        """This graph in picklable data for ``load_compiled_graph``; None for a graph that runs
+        as its aten graph (nothing was generated)."""
+        kernels = self._keepalive
+        if not isinstance(kernels, CompiledKernels):
+            return None
+        gm = self._gm if isinstance(self._gm, bytes) else pickle.dumps(self._gm)
+        return {"gm": gm, "wrapper": self.wrapper_source, "device": self.device, "values": self.values,
+                "ops": self.ops, "backend": kernels.backend, "kernels": kernels.spec,
+                "kernel_count": self.kernel_count, "fallback_ops": self.fallback_ops}
 
 
 def _run_gm(gm: torch.fx.GraphModule) -> Callable:
@@ -71,20 +96,38 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
         compiled.fallback_ops = graph.fallback_ops
         return compiled
     kernels = backend_for(device.type).compile(scheduler)
-    source, env = WrapperCodegen(scheduler, kernels.kernels, device, kernels.tensor_args).generate()
-    for name, _params, fn in kernels.kernels.values():
-        env[name] = fn
-    code = compile(source, f"<ember_inductor wrapper {debug.graph_hash(gm)}>", "exec")
-    exec(code, env)
+    codegen = WrapperCodegen(scheduler, kernels.kernels, device, kernels.tensor_args)
+    source, env = codegen.generate()
     if dump:
         dump.write_code(kernels.source, source)
-    compiled = CompiledGraph(gm, env["call"], env["call_checked"], kernels)
+    compiled = _assemble(gm, source, env, kernels, f"<ember_inductor wrapper {debug.graph_hash(gm)}>")
+    compiled.device, compiled.values, compiled.ops = device, codegen.values, codegen.ops
     compiled.kernel_count = len(groups)
     compiled.fallback_ops = graph.fallback_ops
-    compiled.source = kernels.source
-    compiled.wrapper_source = source
     if graph.fallback_ops:
         log.debug("ops run by aten: %s", sorted(set(graph.fallback_ops)))
+    return compiled
+
+
+def load_compiled_graph(artifact: dict[str, Any]) -> CompiledGraph:
+    """The graph ``CompiledGraph.artifact()`` described, its kernels loaded from the caches."""
+    kernels = backend_named(artifact["backend"]).load(artifact["kernels"])
+    env = wrapper_globals(artifact["device"], artifact["values"], artifact["ops"])
+    compiled = _assemble(artifact["gm"], artifact["wrapper"], env, kernels, "<ember_inductor wrapper (cached)>")
+    compiled.device, compiled.values, compiled.ops = artifact["device"], artifact["values"], artifact["ops"]
+    compiled.kernel_count = artifact["kernel_count"]
+    compiled.fallback_ops = artifact["fallback_ops"]
+    return compiled
+
+
+def _assemble(gm: torch.fx.GraphModule | bytes, source: str, env: dict[str, Any], kernels: CompiledKernels,
+              filename: str) -> CompiledGraph:
+    for name, _params, fn in kernels.kernels.values():
+        env[name] = fn
+    exec(compile(source, filename, "exec"), env)
+    compiled = CompiledGraph(gm, env["call"], env["call_checked"], kernels)
+    compiled.source = kernels.source
+    compiled.wrapper_source = source
     return compiled
 
 

@@ -83,3 +83,20 @@ def test_small_model_forward(model_fn, make_input) -> None:
         for _ in range(2):
             x = make_input()
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_compiled_graph_round_trip_through_its_artifact() -> None:
+    """What the plan cache stores for Triton kernels loads them again (sources from the cache)."""
+    import pickle
+
+    from ember_aot.plan_cache import dumps
+    from ember_inductor.compile_fx import load_compiled_graph
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x.sin(), -1) + 1
+
+    x = torch.randn(8, 40)
+    compiled = check(fn, x).compiled
+    loaded = load_compiled_graph(pickle.loads(dumps(compiled.artifact())))
+    assert loaded.kernel_count == compiled.kernel_count
+    torch.testing.assert_close(loaded(x)[0], fn(x))

@@ -2,13 +2,14 @@
 
 A :class:`KernelBackend` turns every fused group of a scheduled graph into a kernel and loads
 them; the wrapper only needs, per group, the kernel's name, the buffers its parameters point to
-(in order) and a callable taking their addresses.
+(in order) and a callable taking their addresses. ``spec`` describes the loaded kernels in plain
+data, so that another process can load them again without generating anything (``load``).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from ..scheduler import Scheduler
 
@@ -16,8 +17,10 @@ from ..scheduler import Scheduler
 @dataclasses.dataclass
 class CompiledKernels:
     source: str  # the whole generated module, for debugging and caching
-    kernels: dict[int, tuple[str, list[str], Callable]]  # id(group) -> (name, param buffers, fn)
+    kernels: dict[Any, tuple[str, list[str], Callable]]  # id(group) -> (name, param buffers, fn)
     tensor_args: bool = False  # kernels take tensors (Triton) instead of data pointers (C++)
+    spec: Any = None  # picklable: what the backend's ``load`` needs to load these kernels again
+    backend: str = ""  # the name of the backend that made them
 
 
 class KernelBackend(Protocol):
@@ -27,17 +30,27 @@ class KernelBackend(Protocol):
         """Generate, build (or fetch from the cache) and load every kernel of ``scheduler``."""
         ...
 
+    def load(self, spec: Any) -> CompiledKernels:
+        """The kernels ``compile`` described by ``spec`` (keyed by name), loaded from the caches."""
+        ...
+
+
+def backend_named(name: str) -> KernelBackend:
+    if name == "triton":
+        from .triton_backend import TritonBackend
+        return TritonBackend()
+    from .cpp_backend import CppBackend
+    return CppBackend()
+
 
 def backend_for(device_type: str) -> KernelBackend:
     """Triton for CUDA, C++ for CPU; ``EMBER_INDUCTOR_KERNELS=triton`` picks Triton everywhere
     (CPU tensors then need ``TRITON_INTERPRET=1``: that is how CI runs the generated kernels)."""
     if device_type == "cuda" or os.environ.get("EMBER_INDUCTOR_KERNELS") == "triton":
-        from .triton_backend import TritonBackend
-        return TritonBackend()
+        return backend_named("triton")
     if device_type == "cpu":
-        from .cpp_backend import CppBackend
-        return CppBackend()
+        return backend_named("cpp")
     raise NotImplementedError(f"no kernel backend for device {device_type!r} yet")
 
 
-__all__ = ["CompiledKernels", "KernelBackend", "backend_for"]
+__all__ = ["CompiledKernels", "KernelBackend", "backend_for", "backend_named"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 from .. import cache
 from ..scheduler import FusedGroup, Scheduler
@@ -27,6 +28,14 @@ class CppBackend:
 
     def compile(self, scheduler: Scheduler) -> CompiledKernels:
         source, meta = self.generate(scheduler)
+        return self._load(source, meta)
+
+    def load(self, spec: tuple[str, list[tuple[str, list[str]]]]) -> CompiledKernels:
+        source, kernels = spec
+        return self._load(source, {name: (name, params) for name, params in kernels})
+
+    @staticmethod
+    def _load(source: str, meta: dict[Any, tuple[str, list[str]]]) -> CompiledKernels:
         lib = cache.load_library(source)
         kernels = {}
         for gid, (name, params) in meta.items():
@@ -34,4 +43,4 @@ class CppBackend:
             fn.argtypes = [ctypes.c_void_p] * len(params)
             fn.restype = None
             kernels[gid] = (name, params, fn)
-        return CompiledKernels(source, kernels)
+        return CompiledKernels(source, kernels, spec=(source, list(meta.values())), backend="cpp")

@@ -7,14 +7,30 @@ compiling or running anything.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Sequence
 
 from .. import ir
 from ..scheduler import FusedGroup, Scheduler
 from .common import CompiledKernels
-from .triton import TritonKernel
+from .triton import LaunchConfig, TritonKernel
+from .triton_compile import import_kernel
 from .triton_prelude import PRELUDE
-from .triton_runtime import TritonLauncher, compile_all, load_kernel
+from .triton_runtime import TritonLauncher, compile_all, kernel_path, load_kernel
+
+
+@dataclasses.dataclass
+class LauncherSpec:
+    """Everything needed to load and launch one generated kernel again (picklable)."""
+
+    name: str                 # the wrapper's name for it
+    params: list[str]         # buffers passed, in order
+    key: str                  # source hash: the module is ``kernel_path(key)``
+    fn_name: str              # the jit function in that module
+    signature: dict[str, str]
+    configs: list[LaunchConfig]
+    grids: list[tuple]
+    aligned: list[bool]       # parameters known to be 16-byte aligned
 
 
 class TritonBackend:
@@ -33,18 +49,30 @@ class TritonBackend:
 
     def compile(self, scheduler: Scheduler) -> CompiledKernels:
         generated = self.generate(scheduler)
-        launchers: list[TritonLauncher] = []
-        kernels: dict[int, tuple[str, list[str], Callable]] = {}
+        specs: dict[int, LauncherSpec] = {}
         for n, (g, k, source) in enumerate(generated):
-            fn, key = load_kernel(source, k.name)
+            _, key = load_kernel(source, k.name)
             configs = k.configs()
             aligned = [isinstance(scheduler.graph.names[b], ir.ComputedBuffer) for b in k.params]
-            launcher = TritonLauncher(fn, key, k.signature(), configs, [k.grid(c) for c in configs], aligned)
-            launchers.append(launcher)
-            kernels[id(g)] = (f"triton_k{n}", list(k.params), launcher)
-        compile_all(launchers)
+            specs[id(g)] = LauncherSpec(f"triton_k{n}", list(k.params), key, k.name, k.signature(), configs,
+                                        [k.grid(c) for c in configs], aligned)
         source = "\n\n".join(f"# kernel triton_k{n}\n{src}" for n, (_, _, src) in enumerate(generated))
-        return CompiledKernels(source, kernels, tensor_args=True)
+        return self._load(source, specs)
+
+    def load(self, spec: tuple[str, list[LauncherSpec]]) -> CompiledKernels:
+        source, specs = spec
+        return self._load(source, {s.name: s for s in specs})
+
+    @staticmethod
+    def _load(source: str, specs: dict[Any, LauncherSpec]) -> CompiledKernels:
+        """Launchers for ``specs`` (kernel modules imported from the cache), all compiled."""
+        kernels: dict[Any, tuple[str, list[str], Callable]] = {}
+        for gid, s in specs.items():
+            fn = import_kernel(kernel_path(s.key), s.fn_name)
+            kernels[gid] = (s.name, s.params, TritonLauncher(fn, s.key, s.signature, s.configs, s.grids, s.aligned))
+        compile_all([launcher for _, _, launcher in kernels.values()])
+        return CompiledKernels(source, kernels, tensor_args=True, spec=(source, list(specs.values())),
+                               backend="triton")
 
 
 def generate_triton(fn: Callable, example_inputs: Sequence[Any]) -> dict[str, tuple[str, TritonKernel]]:

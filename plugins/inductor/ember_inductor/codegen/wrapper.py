@@ -66,6 +66,16 @@ def _check_layout(t: torch.Tensor, size: tuple, stride: tuple, name: str) -> Non
         raise LayoutMismatch(f"{name}: expected size {size} stride {stride}, got {tuple(t.shape)} {t.stride()}")
 
 
+def wrapper_globals(device: torch.device | None, values: dict[str, Any], ops: dict[str, Any]) -> dict[str, Any]:
+    """The globals a generated wrapper runs in: helpers, its constants and its extern ops."""
+    env: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided, "device": device,
+                           "linear": torch.nn.functional.linear, "reinterpret": _reinterpret,
+                           "check_layout": _check_layout}
+    env.update(values)
+    env.update((name, _entry_point(op)) for name, op in ops.items())
+    return env
+
+
 class WrapperCodegen:
     def __init__(self, scheduler: Scheduler, kernels: dict[int, tuple[str, list[str], Callable]],
                  device: torch.device | None = None, tensor_args: bool = False) -> None:
@@ -75,10 +85,10 @@ class WrapperCodegen:
         self.graph = scheduler.graph
         self.kernels = kernels
         self.tensor_args = tensor_args
+        self.device = device
         self.alloc_device = "" if device is None or device.type == "cpu" else ", device=device"
-        self.globals: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided, "device": device,
-                                        "linear": torch.nn.functional.linear,
-                                        "reinterpret": _reinterpret, "check_layout": _check_layout}
+        self.values: dict[str, Any] = {}  # global name -> constant the source refers to
+        self.ops: dict[str, Any] = {}     # global name -> extern op the source calls
         self.var: dict[str, str] = {}
         self.n_const = 0
 
@@ -92,7 +102,13 @@ class WrapperCodegen:
             return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
         name = f"c{self.n_const}"
         self.n_const += 1
-        self.globals[name] = value
+        self.values[name] = value
+        return name
+
+    def _op(self, op: Any) -> str:
+        name = f"c{self.n_const}"
+        self.n_const += 1
+        self.ops[name] = op
         return name
 
     def _dtype(self, dtype: torch.dtype) -> str:
@@ -154,7 +170,7 @@ class WrapperCodegen:
                 checked.append(f"check_layout({name}, {tuple(lay.size)}, {tuple(lay.stride)}, {name!r})")
         for c in self.graph.constants:
             self.var[c.name] = c.name
-            self.globals[c.name] = c.value
+            self.values[c.name] = c.value
             pinned.add(c.name)
         n_var = 0
         for i, g in enumerate(groups):
@@ -184,7 +200,7 @@ class WrapperCodegen:
                 if linear_args is not None:
                     op, call = "linear", ", ".join(self._value(a) for a in linear_args)
                 else:
-                    op = self._const(_entry_point(kernel.op))
+                    op = self._op(kernel.op)
                     call = ", ".join([self._value(a) for a in kernel.args] +
                                      [f"{k}={self._value(v)}" for k, v in kernel.kwargs.items()])
                 outs = [o for o in kernel.outputs]
@@ -225,7 +241,7 @@ class WrapperCodegen:
         unpack = f"{', '.join(inputs)}{',' if len(inputs) == 1 else ''} = args" if inputs else "pass"
         src = ["def call(args):", f"    {unpack}"] + [f"    {l}" for l in body] + [f"    {ret}", ""]
         src += ["def call_checked(args):", f"    {unpack}"] + [f"    {l}" for l in checked] + [f"    {ret}", ""]
-        return "\n".join(src), self.globals
+        return "\n".join(src), wrapper_globals(self.device, self.values, self.ops)
 
     def _output(self, o: Any) -> str:
         if isinstance(o, (ir.Buffer, ir.ReinterpretView)):
