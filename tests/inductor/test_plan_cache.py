@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 
+import pytest
 import torch
 from ember_aot.plan_cache import dumps
 from ember_inductor.codegen.wrapper import LayoutMismatch
@@ -20,15 +21,19 @@ import copy, torch, ember
 import ember_aot.api as api
 from ember_inductor import cache
 
-traced = []
+traced, configs = [], []
 compile_plan = api.compile_plan
 api.compile_plan = lambda *a: traced.append(1) or compile_plan(*a)
+if {device!r} == "cuda":
+    from ember_inductor.codegen import triton_runtime
+    compile_config = triton_runtime.compile_config
+    triton_runtime.compile_config = lambda *a: configs.append(1) or compile_config(*a)
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-                            torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 5))
+                            torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 5)).to({device!r})
 reference = copy.deepcopy(model)
-x = torch.randn(4, 3, 6, 6)
+x = torch.randn(4, 3, 6, 6, device={device!r})
 
 def step(m, x):
     loss = m(x).softmax(-1).square().sum()
@@ -41,23 +46,32 @@ for a, b in zip((step(compiled, x), *[p.grad for p in model.parameters()]),
     torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 with torch.no_grad():
     torch.testing.assert_close(compiled(x + 1), reference(x + 1), rtol=1e-4, atol=1e-5)
-print("TRACED", len(traced), "BUILT", cache.compile_count)
+print("TRACED", len(traced), "BUILT", cache.compile_count, "TRITON", len(configs))
 """
 
 
-def _run(cache_dir: str) -> tuple[int, int]:
+def _run(cache_dir: str, device: str = "cpu") -> tuple[int, int, int]:
+    """Plans traced, C++ libraries built and Triton configurations compiled by a new process."""
     env = dict(os.environ, EMBER_CACHE_DIR=cache_dir)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT.format(device=device)], env=env, capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     words = proc.stdout.split()
-    return int(words[words.index("TRACED") + 1]), int(words[words.index("BUILT") + 1])
+    return tuple(int(words[words.index(w) + 1]) for w in ("TRACED", "BUILT", "TRITON"))  # type: ignore[return-value]
 
 
 def test_second_process_loads_compiled_plans(tmp_path) -> None:
     d = str(tmp_path / "cache")
-    traced, built = _run(d)
-    assert traced == 2 and built == 3  # training plan (forward, backward), inference plan
-    assert _run(d) == (0, 0)
+    assert _run(d) == (2, 3, 0)  # training plan (forward and backward sources), inference plan
+    assert _run(d) == (0, 0, 0)
+
+
+@pytest.mark.gpu
+def test_second_process_loads_compiled_plans_on_cuda(tmp_path) -> None:
+    d = str(tmp_path / "cache")
+    traced, _, configs = _run(d, "cuda")
+    assert traced == 2 and configs > 0
+    assert _run(d, "cuda") == (0, 0, 0)  # binaries read by hash; results match eager (in the script)
 
 
 def test_compiled_graph_round_trip() -> None:

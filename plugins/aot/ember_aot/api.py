@@ -27,6 +27,7 @@ call time, it is logged and that plan runs eagerly.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 from typing import Any, Callable, Sequence
@@ -58,7 +59,7 @@ class AOTConfig:
     bw_compiler: AtenCompiler
     inference_compiler: AtenCompiler
     partition_fn: PartitionFn
-    decompositions: DecompositionTable
+    decompositions: Callable[[], DecompositionTable]  # built on first use: a plan from disk needs none
     keep_inference_input_mutations: bool
     cache: plan_cache.PlanCodec | None = None
 
@@ -85,14 +86,14 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
     tensor_pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     if not analysis.needs_autograd:
         traced = trace_inference(
-            gm, args, analysis, config.decompositions, mode, config.keep_inference_input_mutations
+            gm, args, analysis, config.decompositions(), mode, config.keep_inference_input_mutations
         )
         fw = _run_compiler(config.inference_compiler, traced.gm)
         return CompiledPlan(
             gm, analysis, tensor_pos, traced.mutated_inputs, traced.inputs_mutated_in_graph,
             traced.num_fwd_outputs, fw,
         )
-    traced = trace_joint(gm, args, analysis, config.decompositions, mode)
+    traced = trace_joint(gm, args, analysis, config.decompositions(), mode)
     joint_inputs = _placeholder_vals(traced.gm)
     fw_gm, bw_gm = config.partition_fn(
         traced.gm, joint_inputs, num_fwd_outputs=traced.num_fwd_outputs
@@ -182,7 +183,7 @@ def aot_autograd(
     fw_compiler: AtenCompiler,
     bw_compiler: AtenCompiler | None = None,
     partition_fn: PartitionFn | None = None,
-    decompositions: DecompositionTable | None = None,
+    decompositions: DecompositionTable | Callable[[], DecompositionTable] | None = None,
     inference_compiler: AtenCompiler | None = None,
     keep_inference_input_mutations: bool = False,
     cache: plan_cache.PlanCodec | None = None,
@@ -195,7 +196,8 @@ def aot_autograd(
     example_inputs)`` with a functional aten GraphModule (flat tensor placeholders, tuple output,
     ``node.meta["val"]`` fakes) and fake example inputs, and returns a callable taking the flat
     inputs and returning a tuple/list. ``partition_fn`` defaults to ``min_cut_partition``;
-    ``decompositions`` to ``default_decompositions()``. With ``keep_inference_input_mutations``
+    ``decompositions`` (a table, or a function returning one when first needed) to
+    ``default_decompositions()``. With ``keep_inference_input_mutations``
     the inference graph keeps its ``copy_`` into mutated inputs instead of returning the new
     values for the runtime to write back. ``cache`` enables the disk cache of plans (see the
     module docstring).
@@ -205,7 +207,8 @@ def aot_autograd(
         bw_compiler=bw_compiler or fw_compiler,
         inference_compiler=inference_compiler or fw_compiler,
         partition_fn=partition_fn or min_cut_partition,
-        decompositions=with_required(decompositions),
+        decompositions=functools.lru_cache(None)(
+            lambda: with_required(decompositions() if callable(decompositions) else decompositions)),
         keep_inference_input_mutations=keep_inference_input_mutations,
         cache=cache,
     )

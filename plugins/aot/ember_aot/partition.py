@@ -20,7 +20,6 @@ import math
 import operator
 from typing import Sequence
 
-import networkx as nx
 import torch
 import torch.fx
 
@@ -123,6 +122,8 @@ def min_cut_partition(
     num_fwd_outputs: int,
 ) -> Partition:
     """Save the fewest bytes between forward and backward; recompute cheap ops in the backward."""
+    import networkx as nx  # here: importing it takes about 0.6 s, which a plan from the disk cache skips
+
     parts = JointParts.of(joint, num_fwd_outputs)
     dep = parts.tangent_dependent
     needed_bw = ancestors(parts.grads, stop=set(parts.tangents))

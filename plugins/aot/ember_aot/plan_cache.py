@@ -74,14 +74,15 @@ def plan_path(gm: torch.fx.GraphModule, args: Sequence[Any], codec: PlanCodec) -
     a plan is not stored (the reason is logged at DEBUG)."""
     try:
         h = hashlib.sha256()
-        for part in (source_hash(os.path.dirname(os.path.abspath(__file__))), torch.__version__, codec.salt, _graph_text(gm), repr(_inputs(args)),
+        own = source_hash(os.path.dirname(os.path.abspath(__file__)))
+        for part in (own, torch.__version__, codec.salt, _graph_text(gm), repr(_inputs(args)),
                      repr(_global_state())):
             h.update(part.encode())
             h.update(b"\0")
-    except _Uncacheable as exc:
+        return os.path.join(codec.directory(), h.hexdigest()[:40] + ".plan")
+    except Exception as exc:  # _Uncacheable, or a directory that cannot be used
         log.debug("plan cache: not storing this graph: %s", exc)
         return None
-    return os.path.join(codec.directory(), h.hexdigest()[:40] + ".plan")
 
 
 def fetch(path: str, gm: torch.fx.GraphModule, codec: PlanCodec) -> CompiledPlan | None:
@@ -114,12 +115,17 @@ def store(path: str, plan: CompiledPlan, codec: PlanCodec) -> None:
         if state["fw"] is None or (plan.bw is not None and state["bw"] is None):
             raise _Uncacheable("the compiler cannot save this graph")
         payload = dumps(state)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    except Exception as exc:
+        log.debug("plan cache: not storing this plan: %s: %s", type(exc).__name__, exc)
+        return
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
         with os.fdopen(fd, "wb") as f:
             f.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
         os.replace(tmp, path)
-    except Exception as exc:
-        log.debug("plan cache: not storing this plan: %s: %s", type(exc).__name__, exc)
+    except OSError as exc:
+        log.debug("plan cache: cannot write %s: %s", path, exc)
+        os.unlink(tmp)
 
 
 # -- pickling ------------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     aot = _aot_autograd()
     if aot is not None:
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,
-                      inference_compiler=compile_graph, decompositions=decompositions(),
+                      inference_compiler=compile_graph, decompositions=decompositions,
                       cache=_plan_codec(mode, options))
         return backend(gm, example_inputs)
     needs_grad = torch.is_grad_enabled() and any(

@@ -2,8 +2,9 @@
 everything in Triton's cache. No GPU needed (explicit sm_90 target).
 
 Run as a script in a process where ``TRITON_INTERPRET`` is unset; prints one JSON line: the
-number of jobs, the workers' error messages, the cache files this process added afterwards, and
-whether every binary has a cubin.
+number of jobs, the workers' error messages, the cache files this process added afterwards,
+whether every binary has a cubin, and whether reading each back by its hash (what a process
+loading a stored plan does) gives the same cubin.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 
 from ember_inductor.codegen.triton_backend import generate_triton  # noqa: E402
 from ember_inductor.codegen.triton_runtime import kernel_path, load_kernel  # noqa: E402
-from ember_inductor.codegen.triton_compile import Job, WorkerPool, compile_kernel  # noqa: E402
+from ember_inductor.codegen.triton_compile import Job, WorkerPool, compile_kernel, load_compiled  # noqa: E402
 from triton_cases import CASES, inputs_on  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -53,8 +54,12 @@ def main(case_ids: list[str]) -> int:
     binaries = [compile_kernel(fn, job.signature, job.constexprs, job.num_warps, job.num_stages, job.target)
                 for fn, job in zip(fns, jobs)]
     added = sorted(_files(os.environ["TRITON_CACHE_DIR"]) - before)
+    reread = [load_compiled(fn, job.signature, job.constexprs, b.hash) for fn, job, b in zip(fns, jobs, binaries)]
     print(json.dumps({"jobs": len(jobs), "errors": errors, "added": added,
                       "cubins": all(b.asm.get("cubin") for b in binaries),
+                      "reread": all(r is not None and r.asm["cubin"] == b.asm["cubin"] and r.metadata == b.metadata
+                                    for r, b in zip(reread, binaries)),
+                      "missing_hash": load_compiled(fns[0], jobs[0].signature, jobs[0].constexprs, "0" * 64) is None,
                       "worker_imports_torch": _worker_imports_torch()}))
     return 0
 

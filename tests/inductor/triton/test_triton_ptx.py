@@ -42,4 +42,5 @@ def test_worker_processes_fill_the_cache_this_process_compiles_from(tmp_path) ->
     assert row["errors"] == []
     assert row["added"] == []  # every configuration came from the workers' compilations
     assert row["cubins"]
+    assert row["reread"] and row["missing_hash"]  # stored binaries load by hash; an unknown hash is a miss
     assert not row["worker_imports_torch"]  # workers start in a fraction of a second

@@ -31,6 +31,8 @@ class LauncherSpec:
     configs: list[LaunchConfig]
     grids: list[tuple]
     aligned: list[bool]       # parameters known to be 16-byte aligned
+    binary_hashes: dict[int, str] = dataclasses.field(default_factory=dict)  # Triton cache entries of
+    hash_context: str = ""    # compiled configurations, and what they were compiled for
 
 
 class TritonBackend:
@@ -69,10 +71,13 @@ class TritonBackend:
         kernels: dict[Any, tuple[str, list[str], Callable]] = {}
         for gid, s in specs.items():
             fn = import_kernel(kernel_path(s.key), s.fn_name)
-            kernels[gid] = (s.name, s.params, TritonLauncher(fn, s.key, s.signature, s.configs, s.grids, s.aligned))
+            launcher = TritonLauncher(fn, s.key, s.signature, s.configs, s.grids, s.aligned)
+            launcher.binary_hashes, launcher.hash_context = s.binary_hashes, s.hash_context
+            kernels[gid] = (s.name, s.params, launcher)
         compile_all([launcher for _, _, launcher in kernels.values()])
-        return CompiledKernels(source, kernels, tensor_args=True, spec=(source, list(specs.values())),
-                               backend="triton")
+        done = [dataclasses.replace(s, binary_hashes=kernels[gid][2].binary_hashes,
+                                    hash_context=kernels[gid][2].hash_context) for gid, s in specs.items()]
+        return CompiledKernels(source, kernels, tensor_args=True, spec=(source, done), backend="triton")
 
 
 def generate_triton(fn: Callable, example_inputs: Sequence[Any]) -> dict[str, tuple[str, TritonKernel]]:

@@ -61,15 +61,38 @@ def import_kernel(path: str, fn_name: str) -> Any:
     return getattr(module, fn_name)
 
 
+def _source(fn: Any, signature: dict[str, str], constexprs: dict[str, int]) -> Any:
+    from triton.compiler import ASTSource
+    pointers = [i for i, t in enumerate(signature.values()) if t.startswith("*")]
+    attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
+    return ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
+
+
 def compile_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, int], num_warps: int,
                    num_stages: int, target: Any) -> Any:
     """``triton.compile`` of one launch configuration, pointers assumed 16-byte aligned."""
     import triton
-    from triton.compiler import ASTSource
-    pointers = [i for i, t in enumerate(signature.values()) if t.startswith("*")]
-    attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
-    src = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
+    return triton.compile(_source(fn, signature, constexprs), target=target,
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def load_compiled(fn: Any, signature: dict[str, str], constexprs: dict[str, int], binary_hash: str) -> Any:
+    """The binary an earlier ``compile_kernel`` stored in Triton's cache under ``binary_hash``,
+    read without computing its key again (the key needs a hash of Triton's own sources: about
+    0.8 s, once per process); None when the cache no longer holds it."""
+    from triton.compiler.compiler import CompiledKernel
+    from triton.runtime.cache import get_cache_manager
+    src = _source(fn, signature, constexprs)
+    group = get_cache_manager(binary_hash).get_group(f"{src.name[:150]}.json")
+    return CompiledKernel(src, group, binary_hash) if group else None
+
+
+def binary_context(target: Any) -> str:
+    """What a binary's hash was computed for besides the kernel: the target and Triton's
+    cache-invalidating settings (a stored hash is used only in the same context)."""
+    import triton
+    from triton.compiler.compiler import get_cache_invalidating_env_vars
+    return repr((triton.__version__, target, sorted(get_cache_invalidating_env_vars().items())))
 
 
 def build_launcher(binary: Any) -> None:

@@ -6,9 +6,11 @@ GPU every launch configuration is compiled up front with ``triton.compile`` (ker
 configurations in parallel in worker processes, see ``triton_compile``; Triton keeps the
 binaries in its own cache, placed under the ember cache unless ``TRITON_CACHE_DIR`` is set).
 The first call times every configuration on the real inputs and stores the winner next to the
-source (``<hash>.<device>.json``), so a second process compiles and runs only that one. Later calls go
-straight to the compiled kernel's launcher with a precomputed grid. Under ``TRITON_INTERPRET=1``
-kernels run through Triton's interpreter with their first configuration.
+source (``<hash>.<device>.json``), so a second process compiles and runs only that one; a
+process loading a stored plan reads that binary straight from Triton's cache by the hash the
+first process recorded (``load_compiled``). Later calls go straight to the compiled kernel's
+launcher with a precomputed grid. Under ``TRITON_INTERPRET=1`` kernels run through Triton's
+interpreter with their first configuration.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import torch
 
 from .. import cache
 from .triton import LaunchConfig
-from .triton_compile import Job, compile_kernel, import_kernel, precompile
+from .triton_compile import Job, binary_context, compile_kernel, import_kernel, load_compiled, precompile
 from .triton_device import interpreting
 
 log = logging.getLogger("ember.inductor")
@@ -81,6 +83,8 @@ class TritonLauncher:
         self.grids = grids
         self.check = tuple(i for i, ok in enumerate(unaligned_ok) if not ok)
         self.binaries: dict[int, Any] = {}
+        self.binary_hashes: dict[int, str] = {}  # of compiled configurations, valid in hash_context
+        self.hash_context = ""
         self.choice: int | None = None
         self._launch: Callable | None = None
         self._stream: Callable | None = None
@@ -214,11 +218,14 @@ def _direct_launcher(run: Any) -> tuple[Callable, tuple] | None:
         return None
 
 
-def _compile_with_launcher(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any) -> Any:
-    """``compile_config``, then Triton's C launcher for the kernel's signature built (a C compile
-    the first time a signature is seen, cached on disk): Triton would otherwise build it at the
-    first launch, one kernel after another."""
-    binary = compile_config(fn, signature, cfg, target)
+def _compile_with_launcher(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any,
+                           binary_hash: str | None) -> Any:
+    """The binary stored under ``binary_hash``, else ``compile_config``; then Triton's C launcher
+    for the kernel's signature built (a C compile the first time a signature is seen, cached on
+    disk): Triton would otherwise build it at the first launch, one kernel after another."""
+    binary = binary_hash and load_compiled(fn, signature, cfg.kwargs(), binary_hash)
+    if not binary:
+        binary = compile_config(fn, signature, cfg, target)
     try:
         from triton.runtime import driver
         driver.active.launcher_cls(binary.src, binary.metadata)
@@ -234,6 +241,7 @@ def compile_all(launchers: list[TritonLauncher]) -> None:
         return
     from triton.runtime import driver
     target = driver.active.get_current_target()
+    context = binary_context(target)
     jobs = [(ln, i) for ln in launchers for i in ln.pending_compiles()]
     # a kernel with a saved autotuning choice was compiled by an earlier process: in Triton's cache
     worker_jobs, signatures = [], set()
@@ -249,7 +257,8 @@ def compile_all(launchers: list[TritonLauncher]) -> None:
     precompile(worker_jobs)
     workers = max(1, min(len(jobs), os.cpu_count() or 1, 16))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(_compile_with_launcher, ln.fn, ln.signature, ln.configs[i], target): (ln, i)
+        futures = {pool.submit(_compile_with_launcher, ln.fn, ln.signature, ln.configs[i], target,
+                               ln.binary_hashes.get(i) if ln.hash_context == context else None): (ln, i)
                    for ln, i in jobs}
         errors = []
         for fut in concurrent.futures.as_completed(futures):
@@ -263,3 +272,5 @@ def compile_all(launchers: list[TritonLauncher]) -> None:
     for ln in launchers:
         if not ln.binaries:
             raise RuntimeError(f"Triton kernel {ln.key} did not compile: {errors[-1][2]}")
+        ln.binary_hashes = {i: b.hash for i, b in ln.binaries.items()}
+        ln.hash_context = context
