@@ -66,7 +66,7 @@ class PlanCodec(Protocol):
 
 
 class _Uncacheable(Exception):
-    pass
+    """The graph, an input or an output cannot be saved or named across processes."""
 
 
 def plan_path(gm: torch.fx.GraphModule, args: Sequence[Any], codec: PlanCodec) -> str | None:

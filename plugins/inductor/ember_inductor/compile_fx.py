@@ -97,37 +97,35 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
         return compiled
     kernels = backend_for(device.type).compile(scheduler)
     codegen = WrapperCodegen(scheduler, kernels.kernels, device, kernels.tensor_args)
-    source, env = codegen.generate()
+    source = codegen.generate()
     if dump:
         dump.write_code(kernels.source, source)
-    compiled = _assemble(gm, source, env, kernels, f"<ember_inductor wrapper {debug.graph_hash(gm)}>")
-    compiled.device, compiled.values, compiled.ops = device, codegen.values, codegen.ops
-    compiled.kernel_count = len(groups)
-    compiled.fallback_ops = graph.fallback_ops
     if graph.fallback_ops:
         log.debug("ops run by aten: %s", sorted(set(graph.fallback_ops)))
-    return compiled
+    return _assemble(gm, {"wrapper": source, "device": device, "values": codegen.values, "ops": codegen.ops,
+                          "kernel_count": len(groups), "fallback_ops": graph.fallback_ops}, kernels,
+                     f"<ember_inductor wrapper {debug.graph_hash(gm)}>")
 
 
 def load_compiled_graph(artifact: dict[str, Any]) -> CompiledGraph:
     """The graph ``CompiledGraph.artifact()`` described, its kernels loaded from the caches."""
     kernels = backend_named(artifact["backend"]).load(artifact["kernels"])
-    env = wrapper_globals(artifact["device"], artifact["values"], artifact["ops"])
-    compiled = _assemble(artifact["gm"], artifact["wrapper"], env, kernels, "<ember_inductor wrapper (cached)>")
-    compiled.device, compiled.values, compiled.ops = artifact["device"], artifact["values"], artifact["ops"]
-    compiled.kernel_count = artifact["kernel_count"]
-    compiled.fallback_ops = artifact["fallback_ops"]
-    return compiled
+    return _assemble(artifact["gm"], artifact, kernels, "<ember_inductor wrapper (cached)>")
 
 
-def _assemble(gm: torch.fx.GraphModule | bytes, source: str, env: dict[str, Any], kernels: CompiledKernels,
+def _assemble(gm: torch.fx.GraphModule | bytes, parts: dict[str, Any], kernels: CompiledKernels,
               filename: str) -> CompiledGraph:
+    """The CompiledGraph running wrapper source ``parts["wrapper"]`` with ``kernels``."""
+    env = wrapper_globals(parts["device"], parts["values"], parts["ops"])
     for name, _params, fn in kernels.kernels.values():
         env[name] = fn
-    exec(compile(source, filename, "exec"), env)
+    exec(compile(parts["wrapper"], filename, "exec"), env)
     compiled = CompiledGraph(gm, env["call"], env["call_checked"], kernels)
     compiled.source = kernels.source
-    compiled.wrapper_source = source
+    compiled.wrapper_source = parts["wrapper"]
+    compiled.device, compiled.values, compiled.ops = parts["device"], parts["values"], parts["ops"]
+    compiled.kernel_count = parts["kernel_count"]
+    compiled.fallback_ops = parts["fallback_ops"]
     return compiled
 
 

@@ -144,7 +144,8 @@ class WrapperCodegen:
             return set(self.kernels[id(g)][1])
         return set(g.read_names)
 
-    def generate(self) -> tuple[str, dict[str, Any]]:
+    def generate(self) -> str:
+        """The wrapper's source; it runs in ``wrapper_globals(device, self.values, self.ops)``."""
         root = self._roots()
         groups = self.s.groups
         last_use: dict[str, int] = {}
@@ -241,7 +242,7 @@ class WrapperCodegen:
         unpack = f"{', '.join(inputs)}{',' if len(inputs) == 1 else ''} = args" if inputs else "pass"
         src = ["def call(args):", f"    {unpack}"] + [f"    {l}" for l in body] + [f"    {ret}", ""]
         src += ["def call_checked(args):", f"    {unpack}"] + [f"    {l}" for l in checked] + [f"    {ret}", ""]
-        return "\n".join(src), wrapper_globals(self.device, self.values, self.ops)
+        return "\n".join(src)
 
     def _output(self, o: Any) -> str:
         if isinstance(o, (ir.Buffer, ir.ReinterpretView)):
