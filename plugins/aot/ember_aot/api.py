@@ -36,8 +36,8 @@ import torch
 import torch.fx
 from torch._subclasses import FakeTensorMode
 
-from .analysis import analyze
 from . import plan_cache
+from .analysis import analyze
 from .decompositions import DecompositionTable, with_required
 from .errors import AOTUnsupported
 from .partition import min_cut_partition

@@ -18,6 +18,7 @@ processes, like loading the compiled libraries stored beside it.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -43,8 +44,7 @@ _PLAIN = (bool, int, float, complex, str, type(None), torch.dtype, torch.device,
           torch.layout, slice, type(Ellipsis))
 _TARGET_MODULES = ("torch", "_operator", "operator", "math", "builtins")
 _OP_NAMESPACES = ("aten", "prims")
-_PLAN_FIELDS = ("analysis", "tensor_pos", "mutated_inputs", "inputs_mutated_in_graph", "num_fwd_outputs",
-                "diff_outputs", "tangent_layouts", "grad_inputs")
+_PLAN_FIELDS = [f.name for f in dataclasses.fields(CompiledPlan) if f.name not in ("gm", "fw", "bw")]
 
 
 class PlanCodec(Protocol):

@@ -2,8 +2,9 @@
 
 Training and inference go through ``ember_aot.aot_autograd`` (forward/backward split, functional
 aten graphs with our decomposition table), with its disk cache of compiled plans: a second
-process compiling the same graph loads the wrapper and kernels instead (``plan_codec``). Without ember_aot, inference graphs are traced here
-with ``make_fx`` + ``functionalize``; graphs that need autograd then run eagerly (one warning).
+process compiling the same graph loads the wrapper and kernels instead (``plan_codec``).
+Without ember_aot, inference graphs are traced here with ``make_fx`` + ``functionalize``;
+graphs that need autograd then run eagerly (one warning).
 A graph whose compilation fails runs its aten graph eagerly with one warning naming the error,
 unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``.
 """

@@ -38,9 +38,7 @@ class CompiledGraph:
         self.fallback_ops: list[str] = []
         self.source = ""
         self.wrapper_source = ""
-        self.device: torch.device | None = None
-        self.values: dict[str, Any] = {}
-        self.ops: dict[str, Any] = {}
+        self._parts: dict[str, Any] = {}  # the wrapper and what it runs with, as _assemble got them
 
     @property
     def gm(self) -> torch.fx.GraphModule:
@@ -67,9 +65,7 @@ class CompiledGraph:
         if not isinstance(kernels, CompiledKernels):
             return None
         gm = self._gm if isinstance(self._gm, bytes) else pickle.dumps(self._gm)
-        return {"gm": gm, "wrapper": self.wrapper_source, "device": self.device, "values": self.values,
-                "ops": self.ops, "backend": kernels.backend, "kernels": kernels.spec,
-                "kernel_count": self.kernel_count, "fallback_ops": self.fallback_ops}
+        return {**self._parts, "gm": gm, "backend": kernels.backend, "kernels": kernels.spec}
 
 
 def _run_gm(gm: torch.fx.GraphModule) -> Callable:
@@ -123,7 +119,8 @@ def _assemble(gm: torch.fx.GraphModule | bytes, parts: dict[str, Any], kernels: 
     compiled = CompiledGraph(gm, env["call"], env["call_checked"], kernels)
     compiled.source = kernels.source
     compiled.wrapper_source = parts["wrapper"]
-    compiled.device, compiled.values, compiled.ops = parts["device"], parts["values"], parts["ops"]
+    compiled._parts = {name: parts[name] for name in ("wrapper", "device", "values", "ops", "kernel_count",
+                                                       "fallback_ops")}
     compiled.kernel_count = parts["kernel_count"]
     compiled.fallback_ops = parts["fallback_ops"]
     return compiled

@@ -36,6 +36,7 @@ class KernelBackend(Protocol):
 
 
 def backend_named(name: str) -> KernelBackend:
+    """The backend whose ``name`` is ``name`` ("triton", else the C++ one)."""
     if name == "triton":
         from .triton_backend import TritonBackend
         return TritonBackend()

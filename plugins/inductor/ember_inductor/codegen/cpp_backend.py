@@ -43,4 +43,4 @@ class CppBackend:
             fn.argtypes = [ctypes.c_void_p] * len(params)
             fn.restype = None
             kernels[gid] = (name, params, fn)
-        return CompiledKernels(source, kernels, spec=(source, list(meta.values())), backend="cpp")
+        return CompiledKernels(source, kernels, spec=(source, list(meta.values())), backend=CppBackend.name)

@@ -223,8 +223,8 @@ def _compile_with_launcher(fn: Any, signature: dict[str, str], cfg: LaunchConfig
     """The binary stored under ``binary_hash``, else ``compile_config``; then Triton's C launcher
     for the kernel's signature built (a C compile the first time a signature is seen, cached on
     disk): Triton would otherwise build it at the first launch, one kernel after another."""
-    binary = binary_hash and load_compiled(fn, signature, cfg.kwargs(), binary_hash)
-    if not binary:
+    binary = load_compiled(fn, signature, cfg.kwargs(), binary_hash) if binary_hash else None
+    if binary is None:
         binary = compile_config(fn, signature, cfg, target)
     try:
         from triton.runtime import driver
