@@ -58,19 +58,21 @@ class Registry:
                 return
             pm = pluggy.PluginManager(PROJECT)
             pm.add_hookspecs(EmberHookSpecs)
-            for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+            declared = importlib.metadata.entry_points()  # one scan of the installed distributions
+            plugin_eps = declared.select(group=PLUGIN_GROUP)
+            for ep in plugin_eps:
                 try:
                     pm.register(ep.load(), name=ep.name)
                 except Exception as exc:  # a broken plugin must not break ember
                     self.plugin_errors[ep.name] = f"{type(exc).__name__}: {exc}"
                     log.warning("ember plugin %r failed to load: %s", ep.name, exc)
-            dists = {pm.get_name(p): d for p, d in _plugin_dists(pm)}
+            dists = {pm.get_name(p): d for p, d in _plugin_dists(pm, plugin_eps)}
             for plugin in pm.get_plugins():
                 name = pm.get_name(plugin) or repr(plugin)
                 dist = dists.get(name)
                 for spec in plugin.ember_backends():
                     self._add(BackendEntry(spec, name, *_dist_info(dist)))
-            for ep in importlib.metadata.entry_points(group=TORCH_BACKEND_GROUP):
+            for ep in declared.select(group=TORCH_BACKEND_GROUP):
                 if ep.name not in self._entries:
                     spec = BackendSpec(
                         name=ep.name,
@@ -122,10 +124,10 @@ class Registry:
         return backend, compiler, entry.spec
 
 
-def _plugin_dists(pm: pluggy.PluginManager) -> Iterable[tuple[Any, Any]]:
+def _plugin_dists(pm: pluggy.PluginManager, plugin_eps: Iterable[Any]) -> Iterable[tuple[Any, Any]]:
     # pluggy records distributions only for its own entry-point loader; match by module instead.
     by_module: dict[str, Any] = {}
-    for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+    for ep in plugin_eps:
         by_module[ep.value.split(":")[0]] = ep.dist
     for plugin in pm.get_plugins():
         yield plugin, by_module.get(getattr(plugin, "__name__", ""))

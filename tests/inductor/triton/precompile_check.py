@@ -3,8 +3,9 @@ everything in Triton's cache. No GPU needed (explicit sm_90 target).
 
 Run as a script in a process where ``TRITON_INTERPRET`` is unset; prints one JSON line: the
 number of jobs, the workers' error messages, the cache files this process added afterwards,
-whether every binary has a cubin, and whether reading each back by its hash (what a process
-loading a stored plan does) gives the same cubin.
+whether every binary has a cubin, whether the hashes the workers reported are those of the
+binaries, and whether reading each back by its hash through a ``KernelRef`` (what a process loading
+a stored plan does, without importing the kernel's module) gives the same cubin.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 
 from ember_inductor.codegen.triton_backend import generate_triton  # noqa: E402
 from ember_inductor.codegen.triton_runtime import kernel_path, load_kernel  # noqa: E402
-from ember_inductor.codegen.triton_compile import Job, WorkerPool, compile_kernel, load_compiled  # noqa: E402
+from ember_inductor.codegen.triton_compile import Job, KernelRef, WorkerPool, compile_kernel, load_compiled  # noqa: E402
 from triton_cases import CASES, inputs_on  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -48,18 +49,24 @@ def main(case_ids: list[str]) -> int:
                                 cfg.num_stages, SM90))
                 fns.append(jit_fn)
     pool = WorkerPool(2)
-    errors = [e for e in pool.run(jobs) if e is not None]
+    results = pool.run(jobs)
+    errors = [e for _, e in results if e is not None]
     pool.close()
     before = _files(os.environ["TRITON_CACHE_DIR"])
     binaries = [compile_kernel(fn, job.signature, job.constexprs, job.num_warps, job.num_stages, job.target)
                 for fn, job in zip(fns, jobs)]
     added = sorted(_files(os.environ["TRITON_CACHE_DIR"]) - before)
-    reread = [load_compiled(fn, job.signature, job.constexprs, b.hash) for fn, job, b in zip(fns, jobs, binaries)]
+    refs = [KernelRef(job.fn_name, list(job.signature)) for job in jobs]
+    reread = [load_compiled(ref, job.signature, job.constexprs, b.hash, "cubin")
+              for ref, job, b in zip(refs, jobs, binaries)]
     print(json.dumps({"jobs": len(jobs), "errors": errors, "added": added,
                       "cubins": all(b.asm.get("cubin") for b in binaries),
                       "reread": all(r is not None and r.asm["cubin"] == b.asm["cubin"] and r.metadata == b.metadata
                                     for r, b in zip(reread, binaries)),
-                      "missing_hash": load_compiled(fns[0], jobs[0].signature, jobs[0].constexprs, "0" * 64) is None,
+                      "worker_hashes": [h for h, _ in results] == [b.hash for b in binaries],
+                      "ref_arg_names": all(ref.arg_names == fn.arg_names for ref, fn in zip(refs, fns)),
+                      "missing_hash": load_compiled(refs[0], jobs[0].signature, jobs[0].constexprs, "0" * 64,
+                                                    "cubin") is None,
                       "worker_imports_torch": _worker_imports_torch()}))
     return 0
 

@@ -117,9 +117,9 @@ def test_workers_build_the_c_launcher(tmp_path, monkeypatch) -> None:
     cfg = kernel.configs()[0]
     pool = WorkerPool(1)
     try:
-        errors = pool.run([Job(kernel_path(key), kernel.name, kernel.signature(), cfg.kwargs(), cfg.num_warps,
+        results = pool.run([Job(kernel_path(key), kernel.name, kernel.signature(), cfg.kwargs(), cfg.num_warps,
                                cfg.num_stages, target, launcher=True)])
     finally:
         pool.close()
-    assert errors == [None]
+    assert results[0][1] is None and results[0][0]
     assert glob.glob(str(tmp_path / "triton" / "*" / "__triton_launcher*.so"))

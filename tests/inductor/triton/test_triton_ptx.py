@@ -42,5 +42,7 @@ def test_worker_processes_fill_the_cache_this_process_compiles_from(tmp_path) ->
     assert row["errors"] == []
     assert row["added"] == []  # every configuration came from the workers' compilations
     assert row["cubins"]
+    assert row["worker_hashes"]  # what the workers report is where the binaries are
+    assert row["ref_arg_names"]  # a KernelRef names the parameters as the jit function does
     assert row["reread"] and row["missing_hash"]  # stored binaries load by hash; an unknown hash is a miss
     assert not row["worker_imports_torch"]  # workers start in a fraction of a second

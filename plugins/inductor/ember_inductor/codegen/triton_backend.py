@@ -14,9 +14,8 @@ from .. import ir
 from ..scheduler import FusedGroup, Scheduler
 from .common import CompiledKernels
 from .triton import LaunchConfig, TritonKernel
-from .triton_compile import import_kernel
 from .triton_prelude import PRELUDE
-from .triton_runtime import TritonLauncher, compile_all, kernel_path, load_kernel
+from .triton_runtime import TritonLauncher, compile_all, write_kernel
 
 
 @dataclasses.dataclass
@@ -53,7 +52,7 @@ class TritonBackend:
         generated = self.generate(scheduler)
         specs: dict[int, LauncherSpec] = {}
         for n, (g, k, source) in enumerate(generated):
-            _, key = load_kernel(source, k.name)
+            key = write_kernel(source)
             configs = k.configs()
             aligned = [isinstance(scheduler.graph.names[b], ir.ComputedBuffer) for b in k.params]
             specs[id(g)] = LauncherSpec(f"triton_k{n}", list(k.params), key, k.name, k.signature(), configs,
@@ -67,11 +66,10 @@ class TritonBackend:
 
     @staticmethod
     def _load(source: str, specs: dict[Any, LauncherSpec]) -> CompiledKernels:
-        """Launchers for ``specs`` (kernel modules imported from the cache), all compiled."""
+        """Launchers for ``specs`` (kernel sources in the cache), all compiled."""
         kernels: dict[Any, tuple[str, list[str], Callable]] = {}
         for gid, s in specs.items():
-            fn = import_kernel(kernel_path(s.key), s.fn_name)
-            launcher = TritonLauncher(fn, s.key, s.signature, s.configs, s.grids, s.aligned)
+            launcher = TritonLauncher(s.key, s.fn_name, s.signature, s.configs, s.grids, s.aligned)
             launcher.binary_hashes, launcher.hash_context = s.binary_hashes, s.hash_context
             kernels[gid] = (s.name, s.params, launcher)
         compile_all([launcher for _, _, launcher in kernels.values()])

@@ -13,8 +13,10 @@ there is more than one kernel to compile, and exit with it. A worker that fails 
 time: whatever it did not compile is compiled in the calling process as before.
 ``EMBER_COMPILE_WORKERS=0`` turns the workers off.
 
-Protocol on the worker's stdin/stdout: length-prefixed pickles, a :class:`Job` in, ``None`` or
-an error message out.
+Protocol on the worker's stdin/stdout: length-prefixed pickles, a :class:`Job` in, a
+``Result`` out (the binary's hash in Triton's cache, or why there is none). With the hash the
+calling process reads the binary back without importing the kernel's module (``load_compiled``
+with a :class:`KernelRef`).
 """
 from __future__ import annotations
 
@@ -48,16 +50,35 @@ class Job:
     launcher: bool = False     # also build Triton's C launcher for this signature
 
 
+#: A worker's answer to one job: the binary's hash in Triton's cache, or why there is none.
+Result = tuple[str | None, str | None]
+
+
+class KernelRef:
+    """What Triton reads of a jit function to *load* a binary compiled from it: its name and its
+    parameter names. Stands in for the ``JITFunction`` in ``load_compiled``, so that loading a
+    compiled kernel does not import its module (seven ``triton.jit`` decorations, each reading
+    its source back through ``inspect``)."""
+
+    def __init__(self, name: str, arg_names: list[str]) -> None:
+        self.__name__ = name
+        self.arg_names = arg_names
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
 def import_kernel(path: str, fn_name: str) -> Any:
     """The jit function ``fn_name`` of the kernel source file ``path`` (imported once)."""
     mod_name = f"ember_triton_{os.path.splitext(os.path.basename(path))[0]}"
-    module = sys.modules.get(mod_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(mod_name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[mod_name] = module
+    with _IMPORT_LOCK:
+        module = sys.modules.get(mod_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules[mod_name] = module
     return getattr(module, fn_name)
 
 
@@ -76,15 +97,27 @@ def compile_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, int
                           options={"num_warps": num_warps, "num_stages": num_stages})
 
 
-def load_compiled(fn: Any, signature: dict[str, str], constexprs: dict[str, int], binary_hash: str) -> Any:
+def load_compiled(fn: Any, signature: dict[str, str], constexprs: dict[str, int], binary_hash: str,
+                  binary_ext: str) -> Any:
     """The binary an earlier ``compile_kernel`` stored in Triton's cache under ``binary_hash``,
     read without computing its key again (the key needs a hash of Triton's own sources: about
-    0.8 s, once per process); None when the cache no longer holds it."""
+    0.8 s, once per process); None when the cache no longer holds it. ``fn`` is the jit function
+    or its :class:`KernelRef`. Only the metadata and the ``binary_ext`` file are read, not the
+    intermediate IRs stored beside them."""
     from triton.compiler.compiler import CompiledKernel
     from triton.runtime.cache import get_cache_manager
     src = _source(fn, signature, constexprs)
     group = get_cache_manager(binary_hash).get_group(f"{src.name[:150]}.json")
-    return CompiledKernel(src, group, binary_hash) if group else None
+    if not group:
+        return None
+    needed = {name: path for name, path in group.items() if name.endswith((".json", f".{binary_ext}"))}
+    return CompiledKernel(src, needed, binary_hash)
+
+
+def binary_ext(target: Any) -> str:
+    """The file extension of the binaries Triton builds for ``target`` ("cubin" on NVIDIA)."""
+    from triton.compiler.compiler import make_backend
+    return make_backend(target).binary_ext
 
 
 def binary_context(target: Any) -> str:
@@ -147,14 +180,14 @@ class WorkerPool:
                     stderr=subprocess.DEVNULL, env=env))
             atexit.register(self.close)
 
-    def run(self, jobs: Sequence[Job]) -> list[str | None]:
-        """Compile ``jobs`` into Triton's cache; per job None, or why it was not compiled."""
+    def run(self, jobs: Sequence[Job]) -> list[Result]:
+        """Compile ``jobs`` into Triton's cache; per job the binary's hash, or why there is none."""
         with self._run_lock:
             return self._run(jobs)
 
-    def _run(self, jobs: Sequence[Job]) -> list[str | None]:
+    def _run(self, jobs: Sequence[Job]) -> list[Result]:
         self.start()
-        results: list[str | None] = ["not compiled"] * len(jobs)
+        results: list[Result] = [(None, "not compiled")] * len(jobs)
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         for i in range(len(jobs)):
             todo.put(i)
@@ -169,7 +202,7 @@ class WorkerPool:
                     _send(proc.stdin, jobs[i])
                     results[i] = _recv(proc.stdout)
                 except (OSError, EOFError, pickle.PickleError) as exc:  # the worker died
-                    results[i] = f"worker failed: {exc}"
+                    results[i] = (None, f"worker failed: {exc}")
                     return
 
         threads = [threading.Thread(target=feed, args=(p,), daemon=True)
@@ -205,12 +238,14 @@ def pool() -> WorkerPool:
     return _POOL
 
 
-def precompile(jobs: Sequence[Job]) -> None:
+def precompile(jobs: Sequence[Job]) -> list[str | None]:
     """Compile ``jobs`` in the workers (started on first use, with the caller's environment:
-    set ``TRITON_CACHE_DIR`` before); with fewer than two jobs or no workers, nothing is done.
-    Whatever fails here is compiled again, and reported, by the caller."""
-    if len(jobs) >= 2 and pool().size >= 1:
-        pool().run(jobs)
+    set ``TRITON_CACHE_DIR`` before) and return each binary's hash in Triton's cache; with fewer
+    than two jobs or no workers, nothing is done. Whatever fails here (None) is compiled again,
+    and reported, by the caller."""
+    if len(jobs) < 2 or pool().size < 1:
+        return [None] * len(jobs)
+    return [binary_hash for binary_hash, _ in pool().run(jobs)]
 
 
 def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
@@ -225,9 +260,9 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
                                     job.num_warps, job.num_stages, job.target)
             if job.launcher and job.target.backend == "cuda":
                 build_launcher(binary)
-            result = None
+            result: Result = (binary.hash, None)
         except Exception as exc:  # reported to the parent, which compiles (and builds) it itself
-            result = f"{type(exc).__name__}: {exc}"
+            result = (None, f"{type(exc).__name__}: {exc}")
         _send(stdout, result)
 
 

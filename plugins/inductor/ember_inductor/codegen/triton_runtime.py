@@ -8,13 +8,17 @@ binaries in its own cache, placed under the ember cache unless ``TRITON_CACHE_DI
 The first call times every configuration on the real inputs and stores the winner next to the
 source (``<hash>.<device>.json``), so a second process compiles and runs only that one; a
 process loading a stored plan reads that binary straight from Triton's cache by the hash the
-first process recorded (``load_compiled``). Later calls go straight to the compiled kernel's
-launcher with a precomputed grid. Under ``TRITON_INTERPRET=1`` kernels run through Triton's
-interpreter with their first configuration.
+first process recorded (``load_compiled``). A binary found by its hash (from a stored plan, or
+from the worker that compiled it) is loaded without importing the kernel's module; the module is
+imported only to compile here or to launch through ``JITFunction``. Each binary's GPU module and
+C launcher are loaded once, by the thread that loads the binary. Later calls go straight to the
+compiled kernel's launcher with a precomputed grid. Under ``TRITON_INTERPRET=1`` kernels run
+through Triton's interpreter with their first configuration.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import json
 import logging
@@ -26,7 +30,8 @@ import torch
 
 from .. import cache
 from .triton import LaunchConfig
-from .triton_compile import Job, binary_context, compile_kernel, import_kernel, load_compiled, precompile
+from .triton_compile import (Job, KernelRef, binary_context, binary_ext, compile_kernel, import_kernel, load_compiled,
+                             precompile)
 from .triton_device import interpreting
 
 log = logging.getLogger("ember.inductor")
@@ -53,13 +58,19 @@ def _atomic_write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def load_kernel(source: str, fn_name: str) -> tuple[Any, str]:
-    """Write ``source`` to the cache (once) and import it; returns (jit function, cache key)."""
+def write_kernel(source: str) -> str:
+    """Write ``source`` to the cache (once); returns its key (see ``kernel_path``)."""
     key = source_key(source)
     path = kernel_path(key)
     if not os.path.exists(path):
         _atomic_write(path, source)
-    return import_kernel(path, fn_name), key
+    return key
+
+
+def load_kernel(source: str, fn_name: str) -> tuple[Any, str]:
+    """Write ``source`` to the cache (once) and import it; returns (jit function, cache key)."""
+    key = write_kernel(source)
+    return import_kernel(kernel_path(key), fn_name), key
 
 
 def kernel_path(key: str) -> str:
@@ -74,10 +85,11 @@ def compile_config(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target
 class TritonLauncher:
     """Callable running one generated kernel on tensors (positional, in parameter order)."""
 
-    def __init__(self, fn: Any, key: str, signature: dict[str, str], configs: list[LaunchConfig],
+    def __init__(self, key: str, fn_name: str, signature: dict[str, str], configs: list[LaunchConfig],
                  grids: list[tuple], unaligned_ok: Sequence[bool]) -> None:
-        self.fn = fn
         self.key = key
+        self.fn_name = fn_name
+        self.ref = KernelRef(fn_name, list(signature))
         self.signature = signature
         self.configs = configs
         self.grids = grids
@@ -88,6 +100,11 @@ class TritonLauncher:
         self.choice: int | None = None
         self._launch: Callable | None = None
         self._stream: Callable | None = None
+
+    @functools.cached_property
+    def fn(self) -> Any:
+        """The kernel's ``JITFunction`` (its module imported on first use)."""
+        return import_kernel(kernel_path(self.key), self.fn_name)
 
     # -- compilation -------------------------------------------------------------------------
     def _tuning_path(self) -> str:
@@ -218,47 +235,51 @@ def _direct_launcher(run: Any) -> tuple[Callable, tuple] | None:
         return None
 
 
-def _compile_with_launcher(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any,
-                           binary_hash: str | None) -> Any:
-    """The binary stored under ``binary_hash``, else ``compile_config``; then Triton's C launcher
-    for the kernel's signature built (a C compile the first time a signature is seen, cached on
-    disk): Triton would otherwise build it at the first launch, one kernel after another."""
-    binary = load_compiled(fn, signature, cfg.kwargs(), binary_hash) if binary_hash else None
+def _load_binary(ln: TritonLauncher, index: int, target: Any, binary_hash: str | None, ext: str,
+                 device: int) -> Any:
+    """Configuration ``index`` of ``ln``: the binary stored under ``binary_hash``, else compiled
+    here; then loaded onto ``device`` with Triton's C launcher for its signature (a C compile the
+    first time a signature is seen, cached on disk), which Triton would otherwise do at the first
+    launch, one kernel after another."""
+    cfg = ln.configs[index]
+    binary = load_compiled(ln.ref, ln.signature, cfg.kwargs(), binary_hash, ext) if binary_hash else None
     if binary is None:
-        binary = compile_config(fn, signature, cfg, target)
-    try:
-        from triton.runtime import driver
-        driver.active.launcher_cls(binary.src, binary.metadata)
-    except AttributeError as exc:  # a Triton that builds launchers otherwise: done at first launch
-        log.debug("could not build the Triton launcher ahead: %s", exc)
+        binary = compile_config(ln.fn, ln.signature, cfg, target)
+    with torch.cuda.device(device):
+        binary.run  # noqa: B018  (the property loads the module and the launcher)
     return binary
 
 
 def compile_all(launchers: list[TritonLauncher]) -> None:
     """Compile every pending configuration of every kernel: in the worker processes first (into
-    Triton's cache), then here on a thread pool, which loads what the workers compiled."""
+    Triton's cache), then load them here on a thread pool, compiling what the workers did not."""
     if interpreting() or not launchers:
         return
     from triton.runtime import driver
     target = driver.active.get_current_target()
     context = binary_context(target)
+    ext = binary_ext(target)
+    device = torch.cuda.current_device()
     jobs = [(ln, i) for ln in launchers for i in ln.pending_compiles()]
+    hashes = {(id(ln), i): h for ln in launchers if ln.hash_context == context for i, h in ln.binary_hashes.items()}
     # a kernel with a saved autotuning choice was compiled by an earlier process: in Triton's cache
-    worker_jobs, signatures = [], set()
+    worker_jobs, signatures, todo = [], set(), []
     for ln, i in jobs:
-        if ln.choice is not None:
+        if ln.choice is not None or (id(ln), i) in hashes:
             continue
         cfg = ln.configs[i]
         # configurations differing only in block sizes share one launcher: build it once
         signature = (tuple(ln.signature.items()), tuple(cfg.kwargs()))
-        worker_jobs.append(Job(kernel_path(ln.key), ln.fn.__name__, ln.signature, cfg.kwargs(),
+        worker_jobs.append(Job(kernel_path(ln.key), ln.fn_name, ln.signature, cfg.kwargs(),
                                cfg.num_warps, cfg.num_stages, target, signature not in signatures))
         signatures.add(signature)
-    precompile(worker_jobs)
+        todo.append((id(ln), i))
+    for job_key, binary_hash in zip(todo, precompile(worker_jobs)):
+        if binary_hash is not None:
+            hashes[job_key] = binary_hash
     workers = max(1, min(len(jobs), os.cpu_count() or 1, 16))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(_compile_with_launcher, ln.fn, ln.signature, ln.configs[i], target,
-                               ln.binary_hashes.get(i) if ln.hash_context == context else None): (ln, i)
+        futures = {pool.submit(_load_binary, ln, i, target, hashes.get((id(ln), i)), ext, device): (ln, i)
                    for ln, i in jobs}
         errors = []
         for fut in concurrent.futures.as_completed(futures):
