@@ -1,18 +1,19 @@
 """Cold and warm first-call times: ember (inductor) against torch.compile, each in fresh processes.
 
-For every workload and compiler, two new Python processes run the same model one after the other
-with one shared, initially empty, cache directory (EMBER_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR): the
-first call of the first process is the cold compile, that of the second the warm start from the
-disk cache. Timed: the ``compile(model)`` call and the first call together (torch.compile imports
-torch._dynamo inside ``torch.compile()``; ember's capture imports it inside the first call, through
-FakeTensorMode), not process start-up or ``import torch``/``import ember``. Models and sizes are
-those of ``benchmarks.run``.
+For every workload and compiler, new Python processes run the same model one after the other with
+one shared, initially empty, cache directory (EMBER_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR): the first
+call of the first process is the cold compile, that of the next ones (``--warm-runs``, default 3,
+reported as their median and range) the warm start from the disk cache. Timed: the
+``compile(model)`` call and the first call together (torch.compile imports torch._dynamo inside
+``torch.compile()``; ember's capture imports it inside the first call, through FakeTensorMode),
+not process start-up or ``import torch``/``import ember``. Models and sizes are those of
+``benchmarks.run``.
 
     python -m benchmarks.warm_start [--device cpu|cuda] [--only NAME ...] [--compilers ember torch]
-                                    [--profile DIR]
+                                    [--warm-runs N] [--profile DIR]
 
 ``--profile DIR`` runs each timed span under cProfile and writes the functions with the most
-cumulative and own time to ``DIR/<workload>_<compiler>_<cold|warm>.txt``.
+cumulative and own time to ``DIR/<workload>_<compiler>_<cold|warmN>.txt``.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import cProfile
 import json
 import os
 import pstats
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--compilers", nargs="+", choices=["ember", "torch"], default=["ember", "torch"])
+    ap.add_argument("--warm-runs", type=int, default=3, help="warm processes per workload (median reported)")
     ap.add_argument("--profile", metavar="DIR", help="write a cProfile summary of each timed span to DIR")
     ap.add_argument("--child", nargs=2, metavar=("WORKLOAD", "COMPILER"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -96,13 +99,16 @@ def main(argv: list[str] | None = None) -> int:
             cache = tempfile.mkdtemp(prefix=f"warm_{compiler}_")
             env = dict(os.environ, EMBER_CACHE_DIR=cache, TORCHINDUCTOR_CACHE_DIR=cache,
                        PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+            slug = name.replace(" ", "_")
             try:
-                for start in ("cold", "warm"):
-                    profile_to = None
-                    if args.profile:
-                        slug = name.replace(" ", "_")
-                        profile_to = os.path.join(args.profile, f"{slug}_{compiler}_{start}.txt")
-                    cells.append(f"{_run(name, compiler, args.device, env, profile_to):.2f}")
+                profile_to = os.path.join(args.profile, f"{slug}_{compiler}_cold.txt") if args.profile else None
+                cells.append(f"{_run(name, compiler, args.device, env, profile_to):.2f}")
+                warm = []
+                for n in range(max(1, args.warm_runs)):
+                    profile_to = os.path.join(args.profile, f"{slug}_{compiler}_warm{n}.txt") if args.profile else None
+                    warm.append(_run(name, compiler, args.device, env, profile_to))
+                spread = f" ({min(warm):.2f}-{max(warm):.2f})" if len(warm) > 1 else ""
+                cells.append(f"{statistics.median(warm):.2f}{spread}")
             except Exception as exc:  # a failing compiler is reported, not fatal
                 print(f"{name} / {compiler} failed: {exc}", file=sys.stderr)
                 cells += ["failed", "failed"]
