@@ -72,6 +72,19 @@ def test_grad_mode_is_part_of_the_specialization():
     assert len(compiled.plans) == 2
 
 
+def test_specialization_key_names_grad_needs_and_scalar_values():
+    from ember_aot.api import AOTCompiledGraph
+    key = AOTCompiledGraph._key
+    a, b = torch.randn(2), torch.randn(2, requires_grad=True)
+    assert key((a, b)) != key((b, a))      # grad mode: which inputs need grad
+    assert key((a, b)) != key((a, b, a))
+    with torch.no_grad():
+        assert key((a, b)) == key((b, a))  # no grad: tensors are interchangeable
+        assert key((a, b)) != key((a, b, a))
+        assert key((a, 2)) != key((a, 3)) and key((a, 2)) != key((a, 2.0))
+        assert key((a, b)) != key((a, 2))
+
+
 def test_requires_grad_change_respecializes():
     gm = torch.fx.symbolic_trace(mlp)
     args = _mlp_inputs()

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
+import operator
 import threading
 from typing import Any, Callable, Sequence
 
@@ -47,6 +49,7 @@ from .trace import trace_inference, trace_joint
 log = logging.getLogger("ember.aot")
 
 MAX_VARIANTS = 8
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
 
 AtenCompiler = Callable[[torch.fx.GraphModule, list], Callable[..., Sequence[torch.Tensor]]]
 PartitionFn = Callable[..., tuple[torch.fx.GraphModule, torch.fx.GraphModule]]
@@ -121,6 +124,8 @@ class AOTCompiledGraph:
     def _key(args: Sequence[Any]) -> Any:
         grad = torch.is_grad_enabled()
         tensor = torch.Tensor
+        if all(map(isinstance, args, itertools.repeat(tensor))):  # the usual case, in C loops
+            return grad, tuple(map(_REQUIRES_GRAD, args)) if grad else len(args)
         if grad:
             key = tuple([a.requires_grad if isinstance(a, tensor) else (type(a), a) for a in args])
         else:

@@ -13,6 +13,12 @@ from typing import Any, Iterable, Sequence
 import torch
 
 
+#: CUDA builds of torch: ``(tensors, ptrs, indices) -> bool``, whether ``tensors[i].data_ptr() ==
+#: ptrs[i]`` for every ``i`` in ``indices``, in one C++ loop (densenet121 reads 607 parameters and
+#: buffers in place: 15 us here against about 90 in Python).
+_PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
+
+
 class UnsupportedInput(Exception):
     """An input that cannot be given a static buffer (it overlaps itself in memory)."""
 
@@ -54,6 +60,9 @@ class InputPlan:
         self._copies = list(self.buffers.items())
         self.stable = [i for i in tensors if i not in wanted]
         self.stable_ptrs = [args[i].data_ptr() for i in self.stable]
+        self._ptr_table: list[int | None] = [None] * len(args)  # by input position, for _PTRS_EQUAL
+        for i, p in zip(self.stable, self.stable_ptrs):
+            self._ptr_table[i] = p
 
     def static_args(self, args: Sequence[Any]) -> list[Any]:
         """The arguments the graph reads: static buffers for copied inputs, the rest as given."""
@@ -64,6 +73,8 @@ class InputPlan:
 
     def moved(self, args: Sequence[Any]) -> list[int]:
         """Inputs read in place whose address is not the recorded one."""
+        if _PTRS_EQUAL is not None and _PTRS_EQUAL(list(args), self._ptr_table, self.stable):
+            return []
         return [i for i, p in zip(self.stable, self.stable_ptrs) if args[i].data_ptr() != p]
 
     def copy_in(self, args: Sequence[Any]) -> None:
