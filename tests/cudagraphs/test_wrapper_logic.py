@@ -141,6 +141,18 @@ def test_output_aliasing_an_input_is_a_view_of_the_callers_tensor():
             torch.testing.assert_close(b, x + y)
 
 
+def test_input_returned_as_is_comes_back_as_the_callers_tensor():
+    w = torch.nn.Parameter(torch.randn(8, 4))
+    f, rec = _wrapped(fn=lambda x, w: (x @ w, w, x))   # a training forward returns what it saves
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(3, 8)
+            out, w_out, x_out = f(x, w)
+            assert w_out is w and x_out is x
+            torch.testing.assert_close(out, x @ w)
+    assert rec.captures == 2  # x moves: re-recorded once with x copied into a static buffer
+
+
 def test_nested_outputs_and_constants():
     f, rec = _wrapped(fn=lambda x: {"a": x + 1, "b": [x * 2, None, 3]})
     with torch.no_grad():

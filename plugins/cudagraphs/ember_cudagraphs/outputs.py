@@ -8,8 +8,9 @@ graph that saved it, a ``.grad`` that took it over). Such a recording is not rep
 wrapper replays another copy of the graph (a replica with its own pool) or records one. So a kept
 output is never overwritten and nothing is copied in the common case.
 
-Outputs that alias an input (the graph returned an input or a view of one) are rebuilt from the
-caller's tensor on every call, never from a static buffer.
+Outputs that alias an input are rebuilt from the caller's tensor on every call, never from a
+static buffer: the caller's tensor itself when the graph returned the input (a training forward
+returns the weights it saves for the backward), else a view of it.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any, Sequence
 import torch
 from torch.utils import _pytree as pytree
 
-POOL, INPUT, CONST = 0, 1, 2
+POOL, INPUT, CONST, SAME = 0, 1, 2, 3
 
 
 def _use_count(cdata: int) -> int:
@@ -58,6 +59,9 @@ class OutputPlan:
                 self.pool.append(out)
                 continue
             base = static_args[j]
+            if out is base:
+                self.slots.append((SAME, j))
+                continue
             if out.dtype != base.dtype:
                 raise ValueError(f"an output views input {j} with another dtype")
             delta = out.storage_offset() - base.storage_offset()
@@ -90,15 +94,18 @@ class OutputPlan:
             leaves = [t.detach() for t in self.pool]
         else:
             leaves = []
-            for slot in self.slots:
-                if slot[0] == POOL:
-                    leaves.append(self.pool[slot[1]].detach())
-                elif slot[0] == CONST:
-                    leaves.append(slot[1])
-                else:
-                    _, j, size, stride, delta = slot
-                    base = args[j]
-                    with torch.no_grad():
+            with torch.no_grad():
+                for slot in self.slots:
+                    kind = slot[0]
+                    if kind == POOL:
+                        leaves.append(self.pool[slot[1]].detach())
+                    elif kind == SAME:
+                        leaves.append(args[slot[1]])
+                    elif kind == CONST:
+                        leaves.append(slot[1])
+                    else:
+                        _, j, size, stride, delta = slot
+                        base = args[j]
                         leaves.append(base.as_strided(size, stride, base.storage_offset() + delta))
         if self.kind is not None:
             return self.kind(leaves)
