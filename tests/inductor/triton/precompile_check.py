@@ -20,8 +20,9 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 from ember_inductor.codegen.triton_backend import generate_triton  # noqa: E402
-from ember_inductor.codegen.triton_runtime import kernel_path, load_kernel  # noqa: E402
-from ember_inductor.codegen.triton_compile import Job, KernelRef, WorkerPool, compile_kernel, load_compiled  # noqa: E402
+from ember_inductor.codegen.triton_runtime import kernel_path, write_kernel  # noqa: E402
+from ember_inductor.codegen.triton_compile import (Job, KernelRef, WorkerPool, compile_kernel, import_kernel,  # noqa: E402
+                                                   load_compiled)
 from triton_cases import CASES, inputs_on  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -43,7 +44,8 @@ def main(case_ids: list[str]) -> int:
         if case_id not in case_ids:
             continue
         for source, kernel in generate_triton(fn, inputs_on(make, "cpu")).values():
-            jit_fn, key = load_kernel(source, kernel.name)
+            key = write_kernel(source)
+            jit_fn = import_kernel(kernel_path(key), kernel.name)
             for cfg in kernel.configs():
                 jobs.append(Job(kernel_path(key), kernel.name, kernel.signature(), cfg.kwargs(), cfg.num_warps,
                                 cfg.num_stages, SM90))

@@ -16,7 +16,8 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 from ember_inductor.codegen.triton_backend import generate_triton  # noqa: E402
-from ember_inductor.codegen.triton_runtime import compile_config, load_kernel  # noqa: E402
+from ember_inductor.codegen.triton_compile import import_kernel  # noqa: E402
+from ember_inductor.codegen.triton_runtime import compile_config, kernel_path, write_kernel  # noqa: E402
 from triton_cases import CASES, inputs_on  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -32,7 +33,7 @@ def main(argv: list[str]) -> int:
             configs = kernel.configs() if all_configs else kernel.configs()[:1]
             row = {"case": case_id, "kernel": name, "configs": len(configs), "sm90": False, "error": None}
             try:
-                jit_fn, _ = load_kernel(source, kernel.name)
+                jit_fn = import_kernel(kernel_path(write_kernel(source)), kernel.name)
                 binaries = [compile_config(jit_fn, kernel.signature(), c, SM90) for c in configs]
                 row["sm90"] = all(".target sm_90" in b.asm["ptx"] and b.asm.get("cubin") for b in binaries)
             except Exception as exc:  # reported, the test fails on it

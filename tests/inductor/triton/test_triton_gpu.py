@@ -107,12 +107,12 @@ def test_workers_build_the_c_launcher(tmp_path, monkeypatch) -> None:
 
     from ember_inductor.codegen.triton_backend import generate_triton
     from ember_inductor.codegen.triton_compile import Job, WorkerPool
-    from ember_inductor.codegen.triton_runtime import kernel_path, load_kernel
+    from ember_inductor.codegen.triton_runtime import kernel_path, write_kernel
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "ember"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     x = torch.randn(64, 32)
     (source, kernel), = generate_triton(lambda t: torch.softmax(t, -1) * 2, [x]).values()
-    _, key = load_kernel(source, kernel.name)
+    key = write_kernel(source)
     target = driver.active.get_current_target()
     cfg = kernel.configs()[0]
     pool = WorkerPool(1)

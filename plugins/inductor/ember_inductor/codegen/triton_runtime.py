@@ -1,7 +1,8 @@
 """Loading, compiling, autotuning and launching generated Triton kernels.
 
 Each kernel's source is written to ``$EMBER_CACHE_DIR/triton/<hash>.py`` (atomic rename, same
-private-directory rules as the C++ cache) and imported, so ``triton.jit`` sees a real file. On a
+private-directory rules as the C++ cache), imported from there when needed, so ``triton.jit``
+sees a real file. On a
 GPU every launch configuration is compiled up front with ``triton.compile`` (kernels and
 configurations in parallel in worker processes, see ``triton_compile``; Triton keeps the
 binaries in its own cache, placed under the ember cache unless ``TRITON_CACHE_DIR`` is set).
@@ -66,11 +67,6 @@ def write_kernel(source: str) -> str:
         _atomic_write(path, source)
     return key
 
-
-def load_kernel(source: str, fn_name: str) -> tuple[Any, str]:
-    """Write ``source`` to the cache (once) and import it; returns (jit function, cache key)."""
-    key = write_kernel(source)
-    return import_kernel(kernel_path(key), fn_name), key
 
 
 def kernel_path(key: str) -> str:
