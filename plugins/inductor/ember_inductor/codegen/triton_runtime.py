@@ -2,9 +2,8 @@
 
 Each kernel's source is written to ``$EMBER_CACHE_DIR/triton/<hash>.py`` (atomic rename, same
 private-directory rules as the C++ cache), imported from there when needed, so ``triton.jit``
-sees a real file. On a
-GPU every launch configuration is compiled up front with ``triton.compile`` (kernels and
-configurations in parallel in worker processes, see ``triton_compile``; Triton keeps the
+sees a real file. On a GPU every launch configuration is compiled up front with
+``triton.compile`` (kernels and configurations in parallel in worker processes, see ``triton_compile``; Triton keeps the
 binaries in its own cache, placed under the ember cache unless ``TRITON_CACHE_DIR`` is set).
 The first call times every configuration on the real inputs and stores the winner next to the
 source (``<hash>.<device>.json``), so a second process compiles and runs only that one; a
