@@ -1,19 +1,19 @@
 """Loading, compiling, autotuning and launching generated Triton kernels.
 
 Each kernel's source is written to ``$EMBER_CACHE_DIR/triton/<hash>.py`` (atomic rename, same
-private-directory rules as the C++ cache), imported from there when needed, so ``triton.jit``
-sees a real file. On a GPU every launch configuration is compiled up front with
-``triton.compile`` (kernels and configurations in parallel in worker processes, see ``triton_compile``; Triton keeps the
-binaries in its own cache, placed under the ember cache unless ``TRITON_CACHE_DIR`` is set).
+private-directory rules as the C++ cache), imported from there when needed, so ``triton.jit`` sees
+a real file. On a GPU every launch configuration is compiled up front with ``triton.compile``
+(kernels and configurations in parallel in worker processes, see ``triton_compile``; Triton keeps
+the binaries in its own cache, placed under the ember cache unless ``TRITON_CACHE_DIR`` is set).
 The first call times every configuration on the real inputs and stores the winner next to the
-source (``<hash>.<device>.json``), so a second process compiles and runs only that one; a
-process loading a stored plan reads that binary straight from Triton's cache by the hash the
-first process recorded (``load_compiled``). A binary found by its hash (from a stored plan, or
-from the worker that compiled it) is loaded without importing the kernel's module; the module is
-imported only to compile here or to launch through ``JITFunction``. Each binary's GPU module and
-C launcher are loaded once, by the thread that loads the binary. Later calls go straight to the
-compiled kernel's launcher with a precomputed grid. Under ``TRITON_INTERPRET=1`` kernels run
-through Triton's interpreter with their first configuration.
+source (``<hash>.<device>.json``), so a second process compiles and runs only that one; a process
+loading a stored plan reads that binary straight from Triton's cache by the hash the first process
+recorded (``load_compiled``). A binary found by its hash (from a stored plan, or from the worker
+that compiled it) is loaded without importing the kernel's module; the module is imported only to
+compile here or to launch through ``JITFunction``. Each binary's GPU module and C launcher are
+loaded once, by the thread that loads the binary. Later calls go straight to the compiled kernel's
+launcher with a precomputed grid. Under ``TRITON_INTERPRET=1`` kernels run through Triton's
+interpreter with their first configuration.
 """
 from __future__ import annotations
 
