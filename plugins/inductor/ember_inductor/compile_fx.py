@@ -29,22 +29,37 @@ class CompiledGraph:
     """Runs the generated wrapper; the first call also checks aten output layouts."""
 
     def __init__(self, gm: torch.fx.GraphModule | bytes, call: Callable, call_checked: Callable,
-                 keepalive: Any) -> None:
+                 keepalive: Any, parts: dict[str, Any]) -> None:
         self._gm = gm  # or the pickled graph, unpickled when first needed
         self._call = call_checked
         self._fast = call
         self._keepalive = keepalive  # the loaded library must outlive the kernels' callables
-        self.kernel_count = 0
-        self.fallback_ops: list[str] = []
-        self.source = ""
-        self.wrapper_source = ""
-        self._parts: dict[str, Any] = {}  # the wrapper and what it runs with, as _assemble got them
+        self._parts = parts  # the wrapper and what it runs with (see _assemble), or only the
+        # fallback ops of a graph that runs as its aten graph
 
     @property
     def gm(self) -> torch.fx.GraphModule:
         if isinstance(self._gm, bytes):
             self._gm = pickle.loads(self._gm)
         return self._gm
+
+    @property
+    def kernel_count(self) -> int:
+        return self._parts.get("kernel_count", 0)
+
+    @property
+    def fallback_ops(self) -> list[str]:
+        """Ops of the graph run by aten kernels."""
+        return self._parts["fallback_ops"]
+
+    @property
+    def wrapper_source(self) -> str:
+        return self._parts.get("wrapper", "")
+
+    @property
+    def source(self) -> str:
+        """The generated kernels' source."""
+        return self._keepalive.source if isinstance(self._keepalive, CompiledKernels) else ""
 
     def __call__(self, *args: Any) -> Any:
         if self._call is self._fast:
@@ -88,9 +103,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
     groups = [g for g in scheduler.groups if isinstance(g, FusedGroup)]
     run = _run_gm(gm)
     if not groups:
-        compiled = CompiledGraph(gm, run, run, None)
-        compiled.fallback_ops = graph.fallback_ops
-        return compiled
+        return CompiledGraph(gm, run, run, None, {"fallback_ops": graph.fallback_ops})
     kernels = backend_for(device.type).compile(scheduler)
     codegen = WrapperCodegen(scheduler, kernels.kernels, device, kernels.tensor_args)
     source = codegen.generate()
@@ -116,14 +129,8 @@ def _assemble(gm: torch.fx.GraphModule | bytes, parts: dict[str, Any], kernels: 
     for name, _params, fn in kernels.kernels.values():
         env[name] = fn
     exec(compile(parts["wrapper"], filename, "exec"), env)
-    compiled = CompiledGraph(gm, env["call"], env["call_checked"], kernels)
-    compiled.source = kernels.source
-    compiled.wrapper_source = parts["wrapper"]
-    compiled._parts = {name: parts[name] for name in ("wrapper", "device", "values", "ops", "kernel_count",
-                                                       "fallback_ops")}
-    compiled.kernel_count = parts["kernel_count"]
-    compiled.fallback_ops = parts["fallback_ops"]
-    return compiled
+    kept = {name: parts[name] for name in ("wrapper", "device", "values", "ops", "kernel_count", "fallback_ops")}
+    return CompiledGraph(gm, env["call"], env["call_checked"], kernels, kept)
 
 
 def _device(example_inputs: Sequence[Any]) -> torch.device:

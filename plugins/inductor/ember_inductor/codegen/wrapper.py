@@ -85,7 +85,6 @@ class WrapperCodegen:
         self.graph = scheduler.graph
         self.kernels = kernels
         self.tensor_args = tensor_args
-        self.device = device
         self.alloc_device = "" if device is None or device.type == "cpu" else ", device=device"
         self.values: dict[str, Any] = {}  # global name -> constant the source refers to
         self.ops: dict[str, Any] = {}     # global name -> extern op the source calls
@@ -100,15 +99,16 @@ class WrapperCodegen:
             return repr(value)
         if isinstance(value, float):
             return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
-        name = f"c{self.n_const}"
-        self.n_const += 1
-        self.values[name] = value
-        return name
+        return self._global(self.values, value)
 
     def _op(self, op: Any) -> str:
+        return self._global(self.ops, op)
+
+    def _global(self, table: dict[str, Any], value: Any) -> str:
+        """A new global name for ``value`` in the wrapper's namespace, recorded in ``table``."""
         name = f"c{self.n_const}"
         self.n_const += 1
-        self.ops[name] = op
+        table[name] = value
         return name
 
     def _dtype(self, dtype: torch.dtype) -> str:
