@@ -26,6 +26,10 @@ import time
 import traceback
 from typing import Any, Callable
 
+from ember import native_guards  # noqa: E402
+
+# the C++ guard helper is built once per machine (native_guards), not per fresh cache below
+os.environ.setdefault("EMBER_NATIVE_DIR", native_guards.native_dir())
 os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember_bench_"))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="torchinductor_bench_"))
 
@@ -207,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("needs a CUDA device")
         return 1
+    native_guards.ensure_built()
     deadline = time.perf_counter() + args.budget
     rows: list[tuple[str, dict]] = []
     skipped: list[str] = []

@@ -19,6 +19,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 \
   || { cat "$OUT/install.log"; exit 1; }
 python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name())"
+export EMBER_NATIVE_DIR=/tmp/ember-native  # the C++ guard helper, built once for every step
+python3 -c "from ember import native_guards; print('C++ tensor check of guards:', native_guards.ensure_built())"
 budget="${STEP_BUDGET:-240}"
 for step in "$@"; do
   case "$step" in

@@ -29,6 +29,10 @@ import time
 import traceback
 from typing import Any, Callable
 
+from ember import native_guards  # noqa: E402
+
+# the C++ guard helper is built once per machine (native_guards), not per fresh cache below
+os.environ.setdefault("EMBER_NATIVE_DIR", native_guards.native_dir())
 # fresh compile caches for both compilers, so first-call times are cold compiles
 os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember_bench_"))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="torchinductor_bench_"))
@@ -233,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds after which no further workload is started")
     args = ap.parse_args(argv)
     import ember
+    native_guards.ensure_built()
 
     device = args.device
     iters = 10 if args.quick else 30

@@ -1,8 +1,23 @@
-"""Shared pytest set-up: a fresh ember cache per test, and the `gpu` marker skipping without CUDA."""
+"""Shared pytest set-up: the C++ guard helper built once, a fresh ember cache per test, and the
+`gpu` marker skipping without CUDA."""
 from __future__ import annotations
+
+import os
 
 import pytest
 import torch
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _native_guards():
+    """Build the C++ tensor check of guards before the first test compiles, so that every test
+    (and every process a test starts) runs the same guards, instead of switching when a
+    background build finishes part-way through the session."""
+    from ember import native_guards
+
+    native_guards.ensure_built()
+    os.environ["EMBER_NATIVE_DIR"] = native_guards.native_dir()
+    yield
 
 
 @pytest.fixture(autouse=True)

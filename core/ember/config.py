@@ -12,3 +12,7 @@ suppress_errors: bool = os.environ.get("EMBER_SUPPRESS_ERRORS", "1") != "0"
 
 #: Print a warning (not just a log record) when capture falls back to eager.
 warn_on_fallback: bool = True
+
+#: Check the tensors of guards in C++ (ember.native_guards) once that helper is built; False
+#: keeps every check in Python.
+native_guards: bool = os.environ.get("EMBER_NATIVE_GUARDS", "1") != "0"

@@ -9,6 +9,10 @@ per parameter). When every check passes it returns the graph's inputs, read from
 locals, so the runner does not look them up again (a densenet121 has 727 of them); else None. A
 slower ``reasons(L) -> list[str]`` names the checks that failed, used only to explain a
 recompilation.
+
+Tensor checks are most of a model's guard (densenet121 reads 607 tensors). Once
+:mod:`ember.native_guards` has its C++ helper, the checks of plain tensors and parameters are
+left out of the straight-line code and done by one C++ call at the end, over all of them.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from . import native_guards
 from .capture.sources import Constants, Source
 
 GuardFn = Callable[[dict], "tuple | None"]
@@ -30,6 +35,9 @@ class Check:
     template: str
     sources: tuple[Source, ...]
     description: str
+    #: For a tensor check: (type, dtype, device, shape, stride, requires_grad), the spec that
+    #: native_guards.tensor_match() checks in C++.
+    tensor_spec: tuple | None = None
 
     def expr(self, consts: Constants) -> str:
         return self.template.format(*(f"({s.expr(consts)})" for s in self.sources))
@@ -43,12 +51,13 @@ class GuardSet:
         self.checks: list[Check] = []
         self._seen: set[tuple[str, str]] = set()
 
-    def _add(self, kind: str, sources: tuple[Source, ...], template: str, description: str) -> None:
+    def _add(self, kind: str, sources: tuple[Source, ...], template: str, description: str,
+             tensor_spec: tuple | None = None) -> None:
         key = (kind, "|".join(s.describe() for s in sources))
         if key in self._seen:
             return
         self._seen.add(key)
-        self.checks.append(Check(template, sources, description))
+        self.checks.append(Check(template, sources, description, tensor_spec))
 
     def type_match(self, source: Source, value: Any) -> None:
         t = self.consts.name(type(value), "t")
@@ -112,7 +121,8 @@ class GuardSet:
             f"{source.describe()}: {type(t).__name__} {t.dtype} {t.device} shape={tuple(t.shape)} "
             f"stride={tuple(t.stride())} requires_grad={t.requires_grad}"
         )
-        self._add("tensor", (source,), template, desc)
+        spec = (type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+        self._add("tensor", (source,), template, desc, spec)
 
     def same_object(self, a: Source, b: Source) -> None:
         if a == b:  # one source reached twice: nothing to check
@@ -153,7 +163,7 @@ class GuardSet:
     def compile(self, inputs: Sequence[Source] = (), name: str = "guard"
                 ) -> tuple[GuardFn, Callable[[dict], list[str]]]:
         """Generate ``guard(L)`` (returning the values of ``inputs``, or None) and ``reasons(L)``."""
-        src = _GuardWriter(self.consts).write(name, self.checks, inputs)
+        src = _GuardWriter(self.consts, native_guards.tensor_match()).write(name, self.checks, inputs)
         namespace: dict[str, Any] = dict(self.consts.values)
         exec(compile(src, f"<ember {name}>", "exec"), namespace)
         guard_fn = namespace[name]
@@ -180,11 +190,18 @@ class GuardSet:
         return [c.description for c in self.checks]
 
 
-class _GuardWriter:
-    """Writes the guard as straight-line code, one local per source, each computed once."""
+#: Tensor types whose metadata Python reads straight from the C++ tensor (no Python override of
+#: ``shape`` and the like), so that the C++ check sees what the Python check would.
+_NATIVE_TYPES = (torch.Tensor, torch.nn.Parameter)
 
-    def __init__(self, consts: Constants) -> None:
+
+class _GuardWriter:
+    """Writes the guard as straight-line code, one local per source, each computed once. With
+    ``tensor_match`` (the C++ check), the checks of plain tensors become one call at the end."""
+
+    def __init__(self, consts: Constants, tensor_match: type | None = None) -> None:
         self.consts = consts
+        self.tensor_match = tensor_match
         self.names: dict[Any, str] = {}
         self.lines: list[str] = []
 
@@ -203,9 +220,19 @@ class _GuardWriter:
         return name
 
     def write(self, name: str, checks: list[Check], inputs: Sequence[Source]) -> str:
+        native: list[tuple[str, tuple]] = []
         for check in checks:
-            test = check.template.format(*(self.local(s) for s in check.sources))
+            local_names = [self.local(s) for s in check.sources]
+            spec = check.tensor_spec
+            if self.tensor_match is not None and spec is not None and spec[0] in _NATIVE_TYPES:
+                native.append((local_names[0], spec))
+                continue
+            test = check.template.format(*local_names)
             self.lines.append(f"        if not ({test}):\n            return None")
+        if native:
+            match = self.consts.name(self.tensor_match(tuple(spec for _, spec in native)), "tensor_match")
+            tensors = "".join(f"{local}, " for local, _ in native)
+            self.lines.append(f"        if not {match}(({tensors})):\n            return None")
         values = "".join(f"{self.local(s)}, " for s in inputs)
         body = "\n".join(self.lines) or "        pass"
         return (f"def {name}(L):\n    try:\n{body}\n        return ({values})\n"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from ember_inductor import cache
+from ember.disk_cache import UnsafeCacheDir, cache_dir
 
 SCRIPT = """
 import sys, torch
@@ -53,5 +53,5 @@ def test_directory_writable_by_others_is_refused(tmp_path, monkeypatch) -> None:
     d.mkdir()
     os.chmod(d, 0o777)
     monkeypatch.setenv("EMBER_CACHE_DIR", str(d))
-    with pytest.raises(cache.UnsafeCacheDir):
-        cache.cache_dir()
+    with pytest.raises(UnsafeCacheDir):
+        cache_dir("cpp")

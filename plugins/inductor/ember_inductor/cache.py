@@ -9,16 +9,15 @@ that a corrupt or truncated entry is rebuilt instead of loaded.
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
 import logging
 import os
-import stat
 import subprocess
 import tempfile
 import threading
 
 import torch
+from ember.disk_cache import cache_dir, compiler_identity
 
 log = logging.getLogger("ember.inductor")
 
@@ -32,42 +31,9 @@ _lock = threading.Lock()
 compile_count = 0  # C++ compilations done by this process (tests read it)
 
 
-class UnsafeCacheDir(RuntimeError):
-    """The cache directory is writable by other users."""
-
-
-def cache_dir(sub: str = "cpp") -> str:
-    """The private cache directory ``$EMBER_CACHE_DIR/<sub>`` (``cpp``, ``triton``, ...)."""
-    root = os.environ.get("EMBER_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ember")
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    _check_private(root)
-    path = os.path.join(root, sub)
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    _check_private(path)
-    return path
-
-
-def _check_private(path: str) -> None:
-    st = os.stat(path)
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise UnsafeCacheDir(f"refusing to use cache directory {path}: writable by other users "
-                             f"(chmod 700 it or set EMBER_CACHE_DIR)")
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise UnsafeCacheDir(f"refusing to use cache directory {path}: owned by another user")
-
-
-@functools.lru_cache(None)
-def compiler_identity() -> str:
-    try:
-        out = subprocess.run([CXX, "--version"], capture_output=True, text=True, check=True).stdout
-        return out.splitlines()[0]
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise RuntimeError(f"C++ compiler {CXX!r} is not usable: {exc}") from exc
-
-
 def cache_key(source: str) -> str:
     h = hashlib.sha256()
-    for part in (source, CXX, compiler_identity(), " ".join(CFLAGS + LIBS), torch.__version__):
+    for part in (source, CXX, compiler_identity(CXX), " ".join(CFLAGS + LIBS), torch.__version__):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
@@ -80,7 +46,7 @@ def _digest(path: str) -> str:
 
 def load_library(source: str) -> ctypes.CDLL:
     """Compile ``source`` (or reuse the cached build) and load it."""
-    directory = cache_dir()
+    directory = cache_dir("cpp")
     key = cache_key(source)
     so_path = os.path.join(directory, f"{key}.so")
     sum_path = so_path + ".sha256"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from . import cache
+from ember.disk_cache import cache_dir
+
 from .compile_fx import CompiledGraph, load_compiled_graph
 
 
@@ -21,7 +22,7 @@ class InductorCodec:
                                repr(sorted((options or {}).items())), *settings])
 
     def directory(self) -> str:
-        return cache.cache_dir("plans")
+        return cache_dir("plans")
 
     def dump(self, compiled: Callable) -> Any:
         return compiled.artifact() if isinstance(compiled, CompiledGraph) else None

@@ -27,8 +27,8 @@ import tempfile
 from typing import Any, Callable, Sequence
 
 import torch
+from ember.disk_cache import cache_dir
 
-from .. import cache
 from .triton import LaunchConfig
 from .triton_compile import (Job, KernelRef, binary_context, binary_ext, compile_kernel, import_kernel, load_compiled,
                              precompile)
@@ -41,8 +41,8 @@ AUTOTUNE_REPS = 10
 
 
 def kernel_dir() -> str:
-    directory = cache.cache_dir("triton")
-    os.environ.setdefault("TRITON_CACHE_DIR", cache.cache_dir("triton_bin"))
+    directory = cache_dir("triton")
+    os.environ.setdefault("TRITON_CACHE_DIR", cache_dir("triton_bin"))
     return directory
 
 

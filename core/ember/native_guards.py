@@ -1,0 +1,159 @@
+"""The C++ half of the guards: ``TensorMatch`` from tensor_match.cpp, built once per machine.
+
+A guard checks the type, dtype, device, shape, strides and requires_grad of every tensor it
+reads: in Python about 0.5 us a tensor, which is most of the guard of a model with hundreds of
+parameters (densenet121 has 607 tensors). ``TensorMatch`` does those checks for all the tensors
+of a guard in one call, about 10 ns a tensor.
+
+The extension is compiled against the installed torch with the system C++ compiler, in a
+detached background process started the first time a guard is compiled on the machine (about
+15 s), and stored in ``$EMBER_NATIVE_DIR`` (default ``$EMBER_CACHE_DIR/native``) under a key of
+its source, the compiler, torch and Python. Until it is there, guards check tensors in Python,
+as they do when it cannot be built (the reason is logged once) or when
+``ember.config.native_guards`` is False. Both kinds of check accept exactly the same tensors
+(tests/core/test_native_guards.py).
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import importlib.util
+import logging
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+import torch
+
+from . import config
+from .disk_cache import cache_dir, cache_root, compiler_identity
+
+log = logging.getLogger("ember.guards")
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensor_match.cpp")
+MODULE = "ember_tensor_match"  # the name its PyInit_ function carries
+CXX = os.environ.get("CXX", "g++")
+STALE_BUILD_S = 600  # a build marker older than this belongs to a build that died
+
+_loaded: type | None = None
+_gave_up = False
+_started = False
+
+
+def _flags() -> list[str]:
+    torch_dir = os.path.dirname(torch.__file__)
+    lib = os.path.join(torch_dir, "lib")
+    return ["-O2", "-shared", "-fPIC", "-std=c++17", "-w",
+            f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+            "-I", os.path.join(torch_dir, "include"), "-I", sysconfig.get_paths()["include"],
+            "-L", lib, f"-Wl,-rpath,{lib}", "-ltorch_python", "-lc10"]
+
+
+@functools.lru_cache(None)
+def library_path() -> str:
+    """Where the built extension is (or will be) for this source, compiler, torch and Python;
+    fixed at the first call in a process."""
+    with open(SOURCE, "rb") as f:
+        h = hashlib.sha256(f.read())
+    for part in (CXX, compiler_identity(CXX), " ".join(_flags()), torch.__version__, sys.version,
+                 sysconfig.get_config_var("EXT_SUFFIX") or ""):
+        h.update(b"\0" + part.encode())
+    directory = native_dir()
+    return os.path.join(cache_dir(os.path.basename(directory), os.path.dirname(directory)),
+                        f"{MODULE}-{h.hexdigest()[:32]}.so")
+
+
+def native_dir() -> str:
+    """``$EMBER_NATIVE_DIR``, else ``native`` in the cache root."""
+    return os.environ.get("EMBER_NATIVE_DIR") or os.path.join(cache_root(), "native")
+
+
+def tensor_match() -> type | None:
+    """The ``TensorMatch`` type, or None: native guards are off, cannot be built, or are still
+    being built (the first call on a machine starts the build in the background)."""
+    global _loaded, _gave_up
+    if _loaded is not None or _gave_up or not config.native_guards:
+        return _loaded if config.native_guards else None
+    try:
+        path = library_path()
+        if os.path.exists(path):
+            _loaded = _load(path)
+            return _loaded
+        if os.path.exists(path + ".failed"):
+            with open(path + ".failed") as f:
+                reason = f.read()[-2000:]
+            raise RuntimeError(f"its build failed (delete {path}.failed to retry):\n{reason}")
+        _start_build(path)
+    except Exception as exc:  # any failure leaves the Python checks in place, which are exact
+        _gave_up = True
+        log.warning("ember: guards check tensors in Python; the C++ tensor check is unavailable: %s", exc)
+    return None
+
+
+def ensure_built() -> type | None:
+    """Build the extension now if it is missing (tests and benchmarks, which must not switch
+    from Python to C++ checks part-way), then return ``tensor_match()``."""
+    if config.native_guards:
+        path = library_path()
+        if not os.path.exists(path) and not os.path.exists(path + ".failed"):
+            build(path)
+    return tensor_match()
+
+
+def _load(path: str) -> type:
+    spec = importlib.util.spec_from_file_location(MODULE, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TensorMatch
+
+
+def _start_build(path: str) -> None:
+    """Start one detached build process per machine (a marker file claims the build)."""
+    global _started
+    if _started:
+        return
+    marker = path + ".building"
+    try:
+        if time.time() - os.path.getmtime(marker) > STALE_BUILD_S:
+            os.unlink(marker)
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:  # another process is building it
+        _started = True
+        return
+    subprocess.Popen([sys.executable, "-m", "ember.native_guards", path], start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _started = True
+    log.info("ember: building the C++ tensor check of guards in the background (about 15 s, once "
+             "per machine); guards check tensors in Python until it is ready")
+
+
+def build(path: str) -> None:
+    """Compile the extension into ``path`` (written under a temporary name, then renamed); a
+    failure leaves the compiler's message in ``path + '.failed'``."""
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
+    os.close(fd)
+    try:
+        proc = subprocess.run([CXX, SOURCE, "-o", tmp, *_flags()], capture_output=True, text=True)
+        if proc.returncode != 0:
+            with open(path + ".failed", "w") as f:
+                f.write(f"{CXX} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
+            return
+        os.replace(tmp, path)
+    finally:
+        for leftover in (tmp, path + ".building"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Build ember's C++ tensor check into PATH.")
+    parser.add_argument("path")
+    build(parser.parse_args().path)

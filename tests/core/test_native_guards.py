@@ -1,0 +1,175 @@
+"""The C++ tensor check of guards (ember.native_guards) accepts exactly what the Python check
+accepts, replaces the Python checks in generated guards, and leaves them in place when it cannot
+be built."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import pytest
+import torch
+
+import ember
+from ember import config, native_guards
+from ember.capture.sources import LocalSource
+from ember.guards import GuardSet
+from core_helpers import CountingBackend, no_fallback
+
+needs_native = pytest.mark.skipif(native_guards.tensor_match() is None,
+                                  reason="the C++ tensor check could not be built here")
+
+
+class Tagged(torch.Tensor):
+    """A tensor subclass: its checks stay in Python, but TensorMatch must still be exact on it."""
+
+
+def _tensors() -> dict[str, object]:
+    base = torch.randn(4, 6)
+    param = torch.nn.Parameter(torch.randn(4, 6))
+    return {
+        "contiguous": base,
+        "another contiguous": torch.randn(4, 6),
+        "transposed": torch.randn(6, 4).t(),
+        "sliced": torch.randn(4, 12)[:, ::2],
+        "expanded": torch.randn(4, 1).expand(4, 6),
+        "other shape": torch.randn(6, 4),
+        "scalar": torch.tensor(3.0),
+        "empty": torch.empty(0, 6),
+        "int64": torch.zeros(4, 6, dtype=torch.int64),
+        "bool": torch.zeros(4, 6, dtype=torch.bool),
+        "bfloat16": torch.randn(4, 6, dtype=torch.bfloat16),
+        "float16": torch.randn(4, 6, dtype=torch.float16),
+        "requires grad": torch.randn(4, 6, requires_grad=True),
+        "parameter": param,
+        "frozen parameter": torch.nn.Parameter(torch.randn(4, 6), requires_grad=False),
+        "detached parameter": param.detach(),
+        "meta": torch.empty(4, 6, device="meta"),
+        "sparse": torch.randn(4, 6).to_sparse(),
+        "subclass": base.as_subclass(Tagged),
+        "int": 3,
+        "list": [base],
+        "none": None,
+    }
+
+
+def _metadata(value: object) -> tuple | None:
+    if not isinstance(value, torch.Tensor) or value.is_sparse:
+        return None
+    return (type(value), value.dtype, value.device, value.shape, value.stride(), value.requires_grad)
+
+
+def _accepts(spec_tensor: torch.Tensor, value: object, native: bool, monkeypatch) -> bool:
+    monkeypatch.setattr(config, "native_guards", native)
+    guards = GuardSet()
+    guards.tensor(LocalSource("x"), spec_tensor)
+    guard, _ = guards.compile()
+    return guard({"x": value}) is not None
+
+
+@needs_native
+def test_native_and_python_checks_accept_the_same_tensors(monkeypatch) -> None:
+    corpus = _tensors()
+    specs = {name: t for name, t in corpus.items() if isinstance(t, torch.Tensor) and not t.is_sparse}
+    for spec_name, spec_tensor in specs.items():
+        for name, value in corpus.items():
+            python = _accepts(spec_tensor, value, False, monkeypatch)
+            native = _accepts(spec_tensor, value, True, monkeypatch)
+            assert python == native, (spec_name, name, python)
+            assert python == (_metadata(value) == _metadata(spec_tensor)), (spec_name, name)
+
+
+@needs_native
+def test_tensor_match_checks_any_tensor_type_exactly() -> None:
+    corpus = _tensors()
+    TensorMatch = native_guards.tensor_match()
+    for name, t in corpus.items():
+        if not isinstance(t, torch.Tensor) or t.is_sparse:
+            continue
+        match = TensorMatch(((type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad),))
+        assert match.count == 1
+        assert match((t,)) is True, name
+        for other, v in corpus.items():
+            assert match((v,)) is (_metadata(v) == _metadata(t)), (name, other)
+    with pytest.raises(ValueError, match="one tensor per spec"):
+        match(())
+    with pytest.raises(TypeError, match="torch.Tensor type"):
+        TensorMatch(((int, torch.float32, torch.device("cpu"), (1,), (1,), False),))
+
+
+@needs_native
+def test_guard_checks_all_plain_tensors_in_one_native_call() -> None:
+    lin = torch.nn.Linear(6, 3)
+
+    def run(x, y):
+        return lin(x) + y
+
+    backend = CountingBackend()
+    compiled = ember.compile(run, backend=backend)
+    x, y = torch.randn(4, 6), torch.randn(4, 3)
+    with no_fallback():
+        torch.testing.assert_close(compiled(x, y), run(x, y))
+        source = compiled.__ember__.entries[0].guard.__ember_source__
+        assert source.count("tensor_match") == 1 and ".stride()" not in source
+        compiled(torch.randn(4, 6), torch.randn(4, 3))
+        assert backend.count == 1
+        for new_x, new_y in [(torch.randn(5, 6), torch.randn(5, 3)),             # shape
+                             (torch.randn(6, 4).t(), y),                          # strides
+                             (x, y.double()),                                     # dtype
+                             (x.requires_grad_(), y)]:                            # requires_grad
+            torch.testing.assert_close(compiled(new_x, new_y), run(new_x, new_y))
+        assert backend.count == 5
+        with torch.no_grad():
+            lin.weight.data = lin.weight.data.t().contiguous().t()  # same Parameter, new strides
+        torch.testing.assert_close(compiled(x, y), run(x, y))
+        assert backend.count == 6
+    reasons = compiled.__ember__.entries[0].reasons({"x": torch.randn(2, 6), "y": y})
+    assert any("shape=(4, 6)" in r for r in reasons)
+
+
+def test_failed_build_leaves_python_checks_and_says_why_once(tmp_path, monkeypatch, caplog) -> None:
+    """A compiler that fails: the build runs in a detached process, leaves the compiler's
+    message behind, and guards keep checking tensors in Python."""
+    compiler = tmp_path / "broken-cxx"
+    compiler.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo broken-cxx 1.0; exit 0; fi\n"
+                        "echo 'tensor_match.cpp:1: error: no compiler here' >&2\nexit 1\n")
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CXX", str(compiler))
+    monkeypatch.setattr(native_guards, "CXX", str(compiler))
+    monkeypatch.setenv("EMBER_NATIVE_DIR", str(tmp_path / "native"))
+    monkeypatch.setattr(native_guards, "_loaded", None)
+    monkeypatch.setattr(native_guards, "_gave_up", False)
+    monkeypatch.setattr(native_guards, "_started", False)
+    native_guards.library_path.cache_clear()
+    try:
+        assert native_guards.tensor_match() is None  # starts the build in the background
+        path = native_guards.library_path()
+        assert os.path.exists(path + ".building")
+        assert native_guards.tensor_match() is None  # no second build
+        deadline = time.monotonic() + 120
+        while not os.path.exists(path + ".failed") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "no compiler here" in open(path + ".failed").read()
+        assert not os.path.exists(path + ".building") and not os.path.exists(path)
+        monkeypatch.setattr(native_guards, "_started", False)
+        with caplog.at_level(logging.WARNING, logger="ember.guards"):
+            assert native_guards.tensor_match() is None
+            assert native_guards.tensor_match() is None
+        warnings = [r for r in caplog.records if "C++ tensor check is unavailable" in r.getMessage()]
+        assert len(warnings) == 1 and "no compiler here" in warnings[0].getMessage()
+
+        compiled = ember.compile(lambda x: x * 2, backend="eager")
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), x * 2)
+        assert ".stride() ==" in compiled.__ember__.entries[0].guard.__ember_source__
+    finally:
+        native_guards.library_path.cache_clear()
+
+
+def test_native_guards_can_be_switched_off(monkeypatch) -> None:
+    monkeypatch.setattr(config, "native_guards", False)
+    assert native_guards.tensor_match() is None
+    compiled = ember.compile(lambda x: x + 1, backend="eager")
+    compiled(torch.randn(3))
+    assert "tensor_match" not in compiled.__ember__.entries[0].guard.__ember_source__
+
