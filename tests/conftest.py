@@ -6,6 +6,10 @@ import os
 
 import pytest
 import torch
+from ember import native_guards
+
+# Fixed before any conftest points EMBER_CACHE_DIR at a fresh folder: one build per machine.
+os.environ.setdefault("EMBER_NATIVE_DIR", native_guards.native_dir())
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -13,10 +17,7 @@ def _native_guards():
     """Build the C++ tensor check of guards before the first test compiles, so that every test
     (and every process a test starts) runs the same guards, instead of switching when a
     background build finishes part-way through the session."""
-    from ember import native_guards
-
     native_guards.ensure_built()
-    os.environ["EMBER_NATIVE_DIR"] = native_guards.native_dir()
     yield
 
 

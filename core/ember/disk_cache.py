@@ -21,12 +21,14 @@ def cache_root() -> str:
     return os.environ.get("EMBER_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ember")
 
 
-def cache_dir(sub: str, root: str | None = None) -> str:
-    """The private cache directory ``<root>/<sub>`` (root: ``$EMBER_CACHE_DIR``), created if needed."""
-    root = root or cache_root()
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    _check_private(root)
-    path = os.path.join(root, sub)
+def cache_dir(sub: str) -> str:
+    """The private cache directory ``$EMBER_CACHE_DIR/<sub>``, created if needed."""
+    root = private_dir(cache_root())
+    return private_dir(os.path.join(root, sub))
+
+
+def private_dir(path: str) -> str:
+    """``path``, created owner-only if needed; UnsafeCacheDir if others may write to it."""
     os.makedirs(path, mode=0o700, exist_ok=True)
     _check_private(path)
     return path

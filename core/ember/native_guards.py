@@ -30,7 +30,7 @@ import time
 import torch
 
 from . import config
-from .disk_cache import cache_dir, cache_root, compiler_identity
+from .disk_cache import cache_root, compiler_identity, private_dir
 
 log = logging.getLogger("ember.guards")
 
@@ -62,9 +62,7 @@ def library_path() -> str:
     for part in (CXX, compiler_identity(CXX), " ".join(_flags()), torch.__version__, sys.version,
                  sysconfig.get_config_var("EXT_SUFFIX") or ""):
         h.update(b"\0" + part.encode())
-    directory = native_dir()
-    return os.path.join(cache_dir(os.path.basename(directory), os.path.dirname(directory)),
-                        f"{MODULE}-{h.hexdigest()[:32]}.so")
+    return os.path.join(private_dir(native_dir()), f"{MODULE}-{h.hexdigest()[:32]}.so")
 
 
 def native_dir() -> str:
@@ -97,10 +95,12 @@ def tensor_match() -> type | None:
 def ensure_built() -> type | None:
     """Build the extension now if it is missing (tests and benchmarks, which must not switch
     from Python to C++ checks part-way), then return ``tensor_match()``."""
-    if config.native_guards:
-        path = library_path()
-        if not os.path.exists(path) and not os.path.exists(path + ".failed"):
+    try:
+        path = library_path() if config.native_guards else ""
+        if path and not os.path.exists(path) and not os.path.exists(path + ".failed"):
             build(path)
+    except Exception:  # tensor_match() says why, once
+        pass
     return tensor_match()
 
 

@@ -16,8 +16,13 @@ from ember.capture.sources import LocalSource
 from ember.guards import GuardSet
 from core_helpers import CountingBackend, no_fallback
 
-needs_native = pytest.mark.skipif(native_guards.tensor_match() is None,
-                                  reason="the C++ tensor check could not be built here")
+
+@pytest.fixture
+def native() -> type:
+    TensorMatch = native_guards.tensor_match()
+    if TensorMatch is None:
+        pytest.skip("the C++ tensor check could not be built here")
+    return TensorMatch
 
 
 class Tagged(torch.Tensor):
@@ -67,8 +72,7 @@ def _accepts(spec_tensor: torch.Tensor, value: object, native: bool, monkeypatch
     return guard({"x": value}) is not None
 
 
-@needs_native
-def test_native_and_python_checks_accept_the_same_tensors(monkeypatch) -> None:
+def test_native_and_python_checks_accept_the_same_tensors(native, monkeypatch) -> None:
     corpus = _tensors()
     specs = {name: t for name, t in corpus.items() if isinstance(t, torch.Tensor) and not t.is_sparse}
     for spec_name, spec_tensor in specs.items():
@@ -79,10 +83,9 @@ def test_native_and_python_checks_accept_the_same_tensors(monkeypatch) -> None:
             assert python == (_metadata(value) == _metadata(spec_tensor)), (spec_name, name)
 
 
-@needs_native
-def test_tensor_match_checks_any_tensor_type_exactly() -> None:
+def test_tensor_match_checks_any_tensor_type_exactly(native) -> None:
     corpus = _tensors()
-    TensorMatch = native_guards.tensor_match()
+    TensorMatch = native
     for name, t in corpus.items():
         if not isinstance(t, torch.Tensor) or t.is_sparse:
             continue
@@ -97,8 +100,7 @@ def test_tensor_match_checks_any_tensor_type_exactly() -> None:
         TensorMatch(((int, torch.float32, torch.device("cpu"), (1,), (1,), False),))
 
 
-@needs_native
-def test_guard_checks_all_plain_tensors_in_one_native_call() -> None:
+def test_guard_checks_all_plain_tensors_in_one_native_call(native) -> None:
     lin = torch.nn.Linear(6, 3)
 
     def run(x, y):
@@ -136,11 +138,7 @@ def test_failed_build_leaves_python_checks_and_says_why_once(tmp_path, monkeypat
     compiler.chmod(0o755)
     monkeypatch.setenv("CXX", str(compiler))
     monkeypatch.setattr(native_guards, "CXX", str(compiler))
-    monkeypatch.setenv("EMBER_NATIVE_DIR", str(tmp_path / "native"))
-    monkeypatch.setattr(native_guards, "_loaded", None)
-    monkeypatch.setattr(native_guards, "_gave_up", False)
-    monkeypatch.setattr(native_guards, "_started", False)
-    native_guards.library_path.cache_clear()
+    _fresh_state(monkeypatch, tmp_path / "native")
     try:
         assert native_guards.tensor_match() is None  # starts the build in the background
         path = native_guards.library_path()
@@ -173,3 +171,31 @@ def test_native_guards_can_be_switched_off(monkeypatch) -> None:
     compiled(torch.randn(3))
     assert "tensor_match" not in compiled.__ember__.entries[0].guard.__ember_source__
 
+
+
+def _fresh_state(monkeypatch, native_dir) -> None:
+    monkeypatch.setenv("EMBER_NATIVE_DIR", str(native_dir))
+    monkeypatch.setattr(native_guards, "_loaded", None)
+    monkeypatch.setattr(native_guards, "_gave_up", False)
+    monkeypatch.setattr(native_guards, "_started", False)
+    native_guards.library_path.cache_clear()
+
+
+def test_native_dir_is_checked_itself_not_its_parent(tmp_path, monkeypatch, caplog) -> None:
+    shared = tmp_path / "shared"  # like /tmp: others may write here, but not in our folder
+    shared.mkdir()
+    shared.chmod(0o777)
+    _fresh_state(monkeypatch, shared / "native")
+    try:
+        path = native_guards.library_path()
+        assert os.path.dirname(path) == str(shared / "native")
+        assert oct(os.stat(shared / "native").st_mode & 0o777) == "0o700"
+
+        (shared / "open").mkdir()
+        (shared / "open").chmod(0o777)
+        _fresh_state(monkeypatch, shared / "open")
+        with caplog.at_level(logging.WARNING, logger="ember.guards"):
+            assert native_guards.ensure_built() is None  # never raises
+        assert any("writable by other users" in r.getMessage() for r in caplog.records)
+    finally:
+        native_guards.library_path.cache_clear()
