@@ -42,6 +42,7 @@ STALE_BUILD_S = 600  # a build marker older than this belongs to a build that di
 _loaded: type | None = None
 _gave_up = False
 _started = False
+_builder: subprocess.Popen | None = None  # held so that it is not reported as leaked
 
 
 def _flags() -> list[str]:
@@ -79,7 +80,10 @@ def tensor_match() -> type | None:
     try:
         path = library_path()
         if os.path.exists(path):
-            _loaded = _load(path)
+            try:
+                _loaded = _load(path)
+            except Exception as exc:
+                raise RuntimeError(f"cannot load {path} ({exc}); delete it to rebuild it") from exc
             return _loaded
         if os.path.exists(path + ".failed"):
             with open(path + ".failed") as f:
@@ -113,7 +117,7 @@ def _load(path: str) -> type:
 
 def _start_build(path: str) -> None:
     """Start one detached build process per machine (a marker file claims the build)."""
-    global _started
+    global _started, _builder
     if _started:
         return
     marker = path + ".building"
@@ -127,8 +131,11 @@ def _start_build(path: str) -> None:
     except FileExistsError:  # another process is building it
         _started = True
         return
-    subprocess.Popen([sys.executable, "-m", "ember.native_guards", path], start_new_session=True,
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # importable as ember
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    _builder = subprocess.Popen([sys.executable, "-m", "ember.native_guards", path], env=env,
+                                start_new_session=True, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _started = True
     log.info("ember: building the C++ tensor check of guards in the background (about 15 s, once "
              "per machine); guards check tensors in Python until it is ready")
