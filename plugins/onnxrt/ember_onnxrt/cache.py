@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Callable
 import onnx
 import torch
 import torch.fx
+from ember import disk_cache
 
 log = logging.getLogger("ember.onnxrt")
 
@@ -27,18 +27,11 @@ _FORMAT = "ember_onnxrt-1"
 
 def cache_dir() -> Path | None:
     """The cache directory, created if needed; None (with a warning) when it is unsafe."""
-    root = Path(os.environ.get("EMBER_CACHE_DIR") or Path.home() / ".cache" / "ember")
-    path = root / "onnxrt"
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = path.stat()
-    except OSError as exc:
-        log.warning("onnxrt: model cache disabled, cannot create %s: %s", path, exc)
+        return Path(disk_cache.cache_dir("onnxrt"))
+    except (OSError, disk_cache.UnsafeCacheDir) as exc:
+        log.warning("onnxrt: model cache disabled: %s", exc)
         return None
-    if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        log.warning("onnxrt: model cache disabled, %s is writable by other users", path)
-        return None
-    return path
 
 
 def _versions() -> str:
