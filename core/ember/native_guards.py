@@ -75,8 +75,10 @@ def tensor_match() -> type | None:
     """The ``TensorMatch`` type, or None: native guards are off, cannot be built, or are still
     being built (the first call on a machine starts the build in the background)."""
     global _loaded, _gave_up
-    if _loaded is not None or _gave_up or not config.native_guards:
-        return _loaded if config.native_guards else None
+    if not config.native_guards:
+        return None
+    if _loaded is not None or _gave_up:
+        return _loaded
     try:
         path = library_path()
         if os.path.exists(path):
