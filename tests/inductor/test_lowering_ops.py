@@ -134,6 +134,15 @@ def test_cat_pad_indexing() -> None:
     check(fn, x, idx, torch.randn(7, 4))
 
 
+def test_cat_of_views_with_uneven_sizes() -> None:
+    """Each input of a cat is read at ``(index - offset) % size``: exact in its own range, for
+    transposed, reshaped and sliced inputs of sizes that divide nothing, along any dim."""
+    def fn(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple:
+        heads = torch.cat([a.transpose(1, 2).reshape(2, 5, 21), b.reshape(2, 5, 6), c[:, :, ::2] + 1], -1)
+        return heads.view(10, -1) * 2, torch.cat([a.reshape(42, 5), b.reshape(2, 30).t().reshape(12, 5) * 3], 0) - 1
+    check(fn, torch.randn(2, 7, 5, 3), torch.randn(2, 5, 6), torch.randn(2, 5, 9))
+
+
 def test_creation_ops() -> None:
     def fn(x: torch.Tensor) -> tuple:
         return (x + torch.arange(10), torch.arange(2, 22, 2, dtype=torch.float32) * x[0],

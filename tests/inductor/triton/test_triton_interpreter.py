@@ -44,6 +44,21 @@ def test_persistent_and_looped_reductions() -> None:
     assert "for roffset" in looped
 
 
+def test_cat_of_head_views_loads_without_the_offsets() -> None:
+    """The q, k, v gradients concatenated into a qkv gradient (attention's backward): each input
+    is read at its index within the input, so the head views' divisions fold away instead of
+    carrying the concatenation's offset through them."""
+    from ember_inductor.codegen.triton_backend import generate_triton
+
+    def qkv(q, k, v):
+        return torch.cat([t.transpose(1, 2).reshape(2, 16, 24) for t in (q, k, v)], -1).view(32, 72)
+    args = [torch.randn(2, 3, 16, 8) for _ in range(3)]
+    (src, _), = generate_triton(qkv, args).values()
+    loads = [line for line in src.splitlines() if "tl.load(" in line]
+    assert len(loads) == 3 and not any("-24" in line or "-48" in line for line in loads)
+    check(qkv, *args)
+
+
 def test_softmax_reads_its_input_once_when_persistent() -> None:
     src = kernel_source(check(lambda x: torch.softmax(x, -1), torch.randn(16, 512)))
     body = src[src.index("def triton_red"):]

@@ -68,7 +68,8 @@ def _views(x: torch.Tensor) -> tuple:
 
 
 def _indexing(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> tuple:
-    return (torch.cat([x, x * 2, x + 1], 1), F.pad(x, (2, 3, 1, 0)), F.pad(x, (1, 1), value=-2.0),
+    return (torch.cat([x, x * 2, x + 1], 1), torch.cat([x.t().reshape(x.shape[0], -1), x[:, 1::2]], 1) * 2,
+            F.pad(x, (2, 3, 1, 0)), F.pad(x, (1, 1), value=-2.0),
             torch.gather(x, 1, idx), x[idx[:, 0]], torch.index_select(x, 0, idx[0]), F.embedding(idx, w) * 2)
 
 

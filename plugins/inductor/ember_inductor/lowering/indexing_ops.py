@@ -12,6 +12,7 @@ import sympy
 import torch
 
 from .. import ir
+from ..indexing import ModularIndexing
 from ..virtualized import ops
 from .registry import NotLowerable, aten, broadcast_shapes, expand_to, register
 
@@ -56,7 +57,10 @@ def cat(tensors: Sequence[ir.IRNode], dim: int = 0) -> ir.IRNode:
         for k in reversed(range(len(tensors))):
             lo, hi = offsets[k], offsets[k] + int(tensors[k].get_size()[dim])
             shifted = list(idx)
-            shifted[dim] = idx[dim] - lo
+            # idx - lo, written as a modulus so that the index simplifier knows it lies in
+            # [0, hi - lo): equal where this input's load is not masked off, and it lets the
+            # divisions of the input's view fold ((384*a + MI) // 384 is a)
+            shifted[dim] = ModularIndexing(idx[dim] - lo, 1, hi - lo)
             load = loaders[k]
             if result is None:
                 result = load(shifted) if k == 0 else ops.masked(
