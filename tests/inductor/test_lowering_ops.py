@@ -141,6 +141,8 @@ def test_cat_of_views_with_uneven_sizes() -> None:
         heads = torch.cat([a.transpose(1, 2).reshape(2, 5, 21), b.reshape(2, 5, 6), c[:, :, ::2] + 1], -1)
         return heads.view(10, -1) * 2, torch.cat([a.reshape(42, 5), b.reshape(2, 30).t().reshape(12, 5) * 3], 0) - 1
     check(fn, torch.randn(2, 7, 5, 3), torch.randn(2, 5, 6), torch.randn(2, 5, 9))
+    check(lambda x, e: torch.cat([x * 2, e, x + 1], 1), torch.randn(4, 5), torch.randn(4, 0))
+    check(lambda e, f: torch.cat([e, f], 1) + 1, torch.randn(4, 0), torch.randn(4, 0))
 
 
 def test_creation_ops() -> None:

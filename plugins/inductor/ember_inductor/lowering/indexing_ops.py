@@ -42,6 +42,7 @@ def cat(tensors: Sequence[ir.IRNode], dim: int = 0) -> ir.IRNode:
     dtype = tensors[0].get_dtype()
     if any(t.get_dtype() != dtype for t in tensors):
         raise NotLowerable("cat of mixed dtypes")
+    tensors = [t for t in tensors if int(t.get_size()[dim]) != 0] or tensors[:1]  # add nothing
     if len(tensors) == 1:
         return ir.Pointwise(tensors[0].get_size(), dtype, tensors[0].make_loader())
     offsets, total = [], 0
