@@ -108,20 +108,19 @@ class GuardSet:
                   f"{source.describe()} keys == {tuple(value.keys())!r}")
 
     def tensor(self, source: Source, t: torch.Tensor) -> None:
+        spec = (type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+        kind, dtype, device, shape, stride, grad = spec
         c = self.consts
         template = (
-            f"type({{0}}) is {c.name(type(t), 't')}"
-            f" and {{0}}.dtype is {c.name(t.dtype, 'dtype')}"
-            f" and {{0}}.device == {c.name(t.device, 'dev')}"
-            f" and {{0}}.shape == {tuple(t.shape)!r}"
-            f" and {{0}}.stride() == {tuple(t.stride())!r}"
-            f" and {{0}}.requires_grad is {t.requires_grad!r}"
+            f"type({{0}}) is {c.name(kind, 't')}"
+            f" and {{0}}.dtype is {c.name(dtype, 'dtype')}"
+            f" and {{0}}.device == {c.name(device, 'dev')}"
+            f" and {{0}}.shape == {shape!r}"
+            f" and {{0}}.stride() == {stride!r}"
+            f" and {{0}}.requires_grad is {grad!r}"
         )
-        desc = (
-            f"{source.describe()}: {type(t).__name__} {t.dtype} {t.device} shape={tuple(t.shape)} "
-            f"stride={tuple(t.stride())} requires_grad={t.requires_grad}"
-        )
-        spec = (type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+        desc = (f"{source.describe()}: {kind.__name__} {dtype} {device} shape={shape} "
+                f"stride={stride} requires_grad={grad}")
         self._add("tensor", (source,), template, desc, spec)
 
     def same_object(self, a: Source, b: Source) -> None:
