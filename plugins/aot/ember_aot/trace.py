@@ -4,8 +4,10 @@ Two entry points:
 - ``trace_inference``: forward only, traced through ``torch.func.functionalize``.
 - ``trace_joint``: forward and backward together. The captured graph runs under real autograd
   (on fake tensors), ``torch.autograd.grad`` produces the backward, and make_fx records both as
-  one straight-line aten program. That program is then traced again through
-  ``torch.func.functionalize`` (functorch's functionalize cannot host autograd itself).
+  one straight-line aten program. Its in-place ops are then rewritten into functional ones
+  (``inplace.remove_mutations``) or, where an alias could observe them, the program is traced
+  again through ``torch.func.functionalize`` (functorch's functionalize cannot host autograd
+  itself).
   Running the user's graph under autograd, rather than an already-lowered copy, keeps
   ``torch.no_grad()`` regions and ``detach()`` inside the graph exact.
 
@@ -30,6 +32,7 @@ from .analysis import GraphAnalysis, fake_like, group_base, same_stride
 from .decompositions import DecompositionTable
 from .errors import AOTUnsupported
 from .graph_utils import MUTATED
+from .inplace import remove_mutations
 
 aten = torch.ops.aten
 
@@ -130,16 +133,19 @@ def trace_joint(
         return list(outs) + [g for g in grads if g is not None]
 
     with mode:
-        first = make_fx(joint, decomposition_table=decompositions)(primals, tangents)
+        traced = make_fx(joint, decomposition_table=decompositions)(primals, tangents)
+    if not remove_mutations(traced, mode, primals):
+        first = traced
 
         def joint_again(primals, tangents):
             return first(primals, tangents)
 
         plain = [fake_like(mode, p.detach()) for p in primals]
-        traced = make_fx(
-            torch.func.functionalize(joint_again, remove="mutations"),
-            decomposition_table=decompositions,
-        )(plain, tangents)
+        with mode:
+            traced = make_fx(
+                torch.func.functionalize(joint_again, remove="mutations"),
+                decomposition_table=decompositions,
+            )(plain, tangents)
     result = _finalize(traced, calls, len(primals), len(tangents), False)
     result.diff_outputs = [len(result.mutated_inputs) + k for k in diff]
     result.tangent_layouts = tangent_layouts

@@ -1,0 +1,137 @@
+"""Rewrites the in-place ops of a traced aten graph into functional ones, where nothing aliases them.
+
+``trace_joint`` records forward and backward under autograd, then must make the graph functional.
+Tracing it a second time through ``torch.func.functionalize`` does that for any graph, at the
+cost of a second trace (about as long as the first). Most training graphs need much less: their
+only mutations are a BatchNorm's running statistics (``copy_`` into a buffer, ``add_`` on its
+counter), written to tensors that no view aliases. ``remove_mutations`` handles exactly those
+graphs. Each ``x = op_(b, ...)`` becomes ``x = op(b, ...)`` and later readers of ``b`` read ``x``;
+a ``copy_(b, src)`` whose source already has ``b``'s shape and dtype becomes ``src``. A mutated
+graph input gets a trailing ``copy_`` of its final value, which is how functionalization reports
+it. It returns False, having changed nothing, when a mutation could be observed through an alias
+(a view of the mutated tensor, graph inputs sharing storage, an op writing several arguments),
+and the caller then functionalizes by tracing again.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+import torch.fx
+from torch._subclasses import FakeTensorMode
+
+aten = torch.ops.aten
+
+
+def _is_op(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+
+
+def _is_mutation(node: torch.fx.Node) -> bool:
+    return _is_op(node) and node.target._schema.is_mutable
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    """An op whose result may share memory with an argument, other than an in-place op."""
+    return (_is_op(node) and not node.target._schema.is_mutable
+            and any(r.alias_info is not None for r in node.target._schema.returns))
+
+
+def _functional(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """``aten.add.Tensor`` for ``aten.add_.Tensor``: the out-of-place op with the same arguments."""
+    name = op._schema.name.split("::")[-1]
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    overload = getattr(getattr(aten, name[:-1], None), op._overloadname, None)
+    if overload is None or overload._schema.is_mutable:
+        return None
+    if [a.name for a in overload._schema.arguments] != [a.name for a in op._schema.arguments]:
+        return None
+    return overload
+
+
+def _vals(args: Any) -> Any:
+    return torch.fx.node.map_arg(args, lambda n: n.meta["val"])
+
+
+_SOURCE = (None, None)  # a copy_ becomes its source
+
+
+def _replacement(node: torch.fx.Node, chain: set[torch.fx.Node], mode: FakeTensorMode) -> tuple | None:
+    """What the in-place ``node`` becomes: ``_SOURCE`` for a ``copy_``, else the functional op and
+    its value; None when a view could observe the write or the op has no functional twin.
+    ``chain`` holds the tensor ``node`` writes and every in-place op on it (make_fx hands later
+    readers the last in-place op's node, not the tensor's first one)."""
+    schema = node.target._schema
+    written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if written != [schema.arguments[0].name] or any(_is_view(u) for n in chain for u in n.users):
+        return None
+    dst = node.args[0].meta.get("val")
+    if node.target is aten.copy_.default:
+        src = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
+        same = (len(node.args) == 2 and not node.kwargs and isinstance(src, torch.Tensor)
+                and (src.shape, src.dtype, src.device) == (dst.shape, dst.dtype, dst.device))
+        return _SOURCE if same else None
+    op = _functional(node.target)
+    if op is None:
+        return None
+    with mode, torch.no_grad():
+        val = op(*_vals(node.args), **_vals(node.kwargs))
+    same = isinstance(val, torch.Tensor) and (val.shape, val.dtype) == (dst.shape, dst.dtype)
+    return (op, val) if same else None
+
+
+def _shares_storage(primals: Sequence[torch.Tensor]) -> bool:
+    keys = [p.untyped_storage()._cdata for p in primals]
+    return len(set(keys)) < len(keys)
+
+
+def remove_mutations(gm: torch.fx.GraphModule, mode: FakeTensorMode, primals: Sequence[torch.Tensor]) -> bool:
+    """Make ``gm`` functional in place (see the module docstring); False, unchanged, if it cannot.
+
+    ``primals`` are the fake tensors the leading placeholders were traced with."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    mutations = [n for n in graph.nodes if _is_mutation(n)]
+    if not mutations:
+        return True
+    if _shares_storage(primals):
+        return False
+    root: dict[torch.fx.Node, torch.fx.Node] = {}  # in-place op (or written tensor) -> written tensor
+    for node in mutations:
+        base = node.args[0] if node.args else None
+        if not isinstance(base, torch.fx.Node):
+            return False
+        root[node] = root[base] = root.get(base, base)
+    for tensor in set(root.values()):
+        if not (tensor.op == "placeholder" or (_is_op(tensor) and not _is_view(tensor) and not _is_mutation(tensor))):
+            return False
+    plans = {}
+    for node in mutations:
+        plans[node] = _replacement(node, {n for n, r in root.items() if r is root[node]}, mode)
+        if plans[node] is None:
+            return False
+    current: dict[torch.fx.Node, torch.fx.Node] = {}  # written tensor -> node of its value so far
+    for node in list(graph.nodes):
+        for read in node.all_input_nodes:
+            if read in root and root[read] in current:
+                node.replace_input_with(read, current[root[read]])
+        if node in plans:
+            op, val = plans[node]
+            if op is None:
+                value = node.args[1]
+            else:
+                with graph.inserting_before(node):
+                    value = graph.call_function(op, node.args, node.kwargs)
+                value.meta["val"] = val
+            current[root[node]] = value
+    for node in reversed(mutations):
+        graph.erase_node(node)
+    output = next(n for n in reversed(graph.nodes) if n.op == "output")
+    with graph.inserting_before(output):
+        for p in placeholders:
+            if p in current:
+                graph.call_function(aten.copy_.default, (p, current[p]))
+    graph.lint()
+    gm.recompile()
+    return True
