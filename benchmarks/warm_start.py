@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-WORKLOADS = ["resnet18 eval", "resnet18 train step", "GPT eval"]  # name prefixes in benchmarks.run
+WORKLOADS = ["resnet18 eval", "resnet18 train step", "GPT eval", "GPT train step"]  # name prefixes in benchmarks.run
 
 
 def _child(name: str, compiler: str, device: str, profile_to: str | None) -> None:

@@ -6,7 +6,9 @@ process compiling the same graph loads the wrapper and kernels instead (``plan_c
 Without ember_aot, inference graphs are traced here with ``make_fx`` + ``functionalize``;
 graphs that need autograd then run eagerly (one warning).
 A graph whose compilation fails runs its aten graph eagerly with one warning naming the error,
-unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``.
+unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``. Kernels build on a background
+thread while ember_aot goes on to the next graph (``compile_aten_graph(defer=True)``); a build
+that fails there is reported at the graph's first call (an error under ``strict``).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def make_graph_compiler(options: dict | None = None) -> Callable:
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         from .compile_fx import compile_aten_graph
         try:
-            return compile_aten_graph(gm, example_inputs)
+            return compile_aten_graph(gm, example_inputs, defer=True, strict=strict)
         except Exception as exc:
             if strict:
                 raise

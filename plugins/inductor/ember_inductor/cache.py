@@ -27,7 +27,8 @@ CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-
           "-shared", "-fPIC", "-std=c++17", "-w"]
 LIBS = ["-lmvec", "-lm"]
 
-_lock = threading.Lock()
+_locks: dict[str, threading.Lock] = {}  # per source key: one build of a source at a time
+_locks_lock = threading.Lock()
 compile_count = 0  # C++ compilations done by this process (tests read it)
 
 
@@ -53,7 +54,9 @@ def load_library(source: str) -> ctypes.CDLL:
     lib = _try_load(so_path, sum_path)
     if lib is not None:
         return lib
-    with _lock:
+    with _locks_lock:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
         lib = _try_load(so_path, sum_path)
         if lib is not None:
             return lib

@@ -9,8 +9,10 @@ scheduling or generating code.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import pickle
+import threading
 from typing import Any, Callable, Sequence
 
 import torch
@@ -26,16 +28,25 @@ log = logging.getLogger("ember.inductor")
 
 
 class CompiledGraph:
-    """Runs the generated wrapper; the first call also checks aten output layouts."""
+    """Runs the generated wrapper; the first call also checks aten output layouts.
 
-    def __init__(self, gm: torch.fx.GraphModule | bytes, call: Callable, call_checked: Callable,
-                 keepalive: Any, parts: dict[str, Any]) -> None:
+    Built with ``pending`` (a future of the kernels, see ``compile_aten_graph``), it waits for
+    them at the first call or ``artifact()``. Kernels that failed to build leave it running its
+    aten graph, with one warning; with ``strict``, every call raises the build's error instead."""
+
+    def __init__(self, gm: torch.fx.GraphModule | bytes, call: Callable | None, call_checked: Callable | None,
+                 keepalive: Any, parts: dict[str, Any], pending: concurrent.futures.Future | None = None,
+                 filename: str = "", strict: bool = False) -> None:
         self._gm = gm  # or the pickled graph, unpickled when first needed
-        self._call = call_checked
         self._fast = call
+        self._call = call_checked if pending is None else self.wait  # not _fast: calls wait first
         self._keepalive = keepalive  # the loaded library must outlive the kernels' callables
-        self._parts = parts  # the wrapper and what it runs with (see _assemble), or only the
+        self._parts = parts  # the wrapper and what it runs with (see _wrapper), or only the
         # fallback ops of a graph that runs as its aten graph
+        self._pending = pending
+        self._filename = filename
+        self._strict = strict
+        self._lock = threading.Lock()
 
     @property
     def gm(self) -> torch.fx.GraphModule:
@@ -59,11 +70,32 @@ class CompiledGraph:
     @property
     def source(self) -> str:
         """The generated kernels' source."""
-        return self._keepalive.source if isinstance(self._keepalive, CompiledKernels) else ""
+        return self._parts.get("source", "")
+
+    def wait(self) -> None:
+        """Wait for kernels still building; on failure, run the aten graph from now on."""
+        if self._pending is None:
+            return
+        with self._lock:
+            if self._pending is None:
+                return
+            try:
+                kernels = self._pending.result()
+            except Exception as exc:
+                if self._strict:
+                    raise
+                log.warning("ember_inductor could not compile a graph (%s: %s); running it with aten",
+                            type(exc).__name__, exc)
+                self._fast = self._call = _run_gm(self.gm)
+            else:
+                self._fast, self._call = _wrapper(self._parts, kernels, self._filename)
+                self._keepalive = kernels
+            self._pending = None
 
     def __call__(self, *args: Any) -> Any:
         if self._call is self._fast:
             return self._fast(args)
+        self.wait()
         try:
             out = self._call(args)
         except LayoutMismatch as exc:
@@ -75,12 +107,14 @@ class CompiledGraph:
 
     def artifact(self) -> dict[str, Any] | None:
         """This graph in picklable data for ``load_compiled_graph``; None for a graph that runs
-        as its aten graph (nothing was generated)."""
+        as its aten graph (nothing was generated, or it failed to build)."""
+        self.wait()
         kernels = self._keepalive
         if not isinstance(kernels, CompiledKernels):
             return None
         gm = self._gm if isinstance(self._gm, bytes) else pickle.dumps(self._gm)
-        return {**self._parts, "gm": gm, "backend": kernels.backend, "kernels": kernels.spec}
+        parts = {name: value for name, value in self._parts.items() if name != "source"}  # in the spec
+        return {**parts, "gm": gm, "backend": kernels.backend, "kernels": kernels.spec}
 
 
 def _run_gm(gm: torch.fx.GraphModule) -> Callable:
@@ -90,10 +124,19 @@ def _run_gm(gm: torch.fx.GraphModule) -> Callable:
     return run
 
 
-def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> CompiledGraph:
-    """Compile an aten graph whose nodes carry ``meta["val"]`` (FakeTensors)."""
+def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                       defer: bool = False, strict: bool = True) -> CompiledGraph:
+    """Compile an aten graph whose nodes carry ``meta["val"]`` (FakeTensors).
+
+    The kernels build on a background thread. Without ``defer`` this waits for them and raises
+    if they fail. With ``defer`` it returns once their code is generated: the caller goes on
+    (ember_aot lowers the backward graph meanwhile), and the graph waits for its kernels when
+    first called or saved; a failed build then raises there (``strict``) or leaves the graph
+    running as its aten graph, with a warning."""
     device = _device(example_inputs)
     if device.type == "cuda":
+        from .codegen.triton_runtime import start_compile_workers
+        start_compile_workers()
         layout.channels_last_convolutions(gm)
     dump = debug.DebugDump.create(gm)
     graph = GraphLowering(gm).run()
@@ -104,33 +147,51 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) 
     run = _run_gm(gm)
     if not groups:
         return CompiledGraph(gm, run, run, None, {"fallback_ops": graph.fallback_ops})
-    kernels = backend_for(device.type).compile(scheduler)
-    codegen = WrapperCodegen(scheduler, kernels.kernels, device, kernels.tensor_args)
+    prepared = backend_for(device.type).prepare(scheduler)
+    codegen = WrapperCodegen(scheduler, prepared.kernels, device, prepared.tensor_args)
     source = codegen.generate()
     if dump:
-        dump.write_code(kernels.source, source)
+        dump.write_code(prepared.source, source)
     if graph.fallback_ops:
         log.debug("ops run by aten: %s", sorted(set(graph.fallback_ops)))
-    return _assemble(gm, {"wrapper": source, "device": device, "values": codegen.values, "ops": codegen.ops,
-                          "kernel_count": len(groups), "fallback_ops": graph.fallback_ops}, kernels,
-                     f"<ember_inductor wrapper {debug.graph_hash(gm)}>")
+    pending = _BUILDS.submit(_build_on, device, prepared.build)
+    compiled = CompiledGraph(gm, None, None, None, {
+        "wrapper": source, "device": device, "values": codegen.values, "ops": codegen.ops,
+        "kernel_count": len(groups), "fallback_ops": graph.fallback_ops, "source": prepared.source,
+    }, pending, f"<ember_inductor wrapper {debug.graph_hash(gm)}>", strict)
+    if not defer:
+        pending.result()  # raises here, for the caller's fallback policy
+        compiled.wait()
+    return compiled
+
+
+#: Builds kernels off the compiling thread (a C++ build is a compiler process, a Triton one
+#: mostly waits on the worker processes); two, so a forward and a backward build together.
+_BUILDS = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="ember-kernel-build")
+
+
+def _build_on(device: torch.device, build: Callable[[], CompiledKernels]) -> CompiledKernels:
+    if device.type != "cuda":
+        return build()
+    with torch.cuda.device(device):
+        return build()
 
 
 def load_compiled_graph(artifact: dict[str, Any]) -> CompiledGraph:
     """The graph ``CompiledGraph.artifact()`` described, its kernels loaded from the caches."""
     kernels = backend_named(artifact["backend"]).load(artifact["kernels"])
-    return _assemble(artifact["gm"], artifact, kernels, "<ember_inductor wrapper (cached)>")
+    fast, checked = _wrapper(artifact, kernels, "<ember_inductor wrapper (cached)>")
+    parts = {name: artifact[name] for name in ("wrapper", "device", "values", "ops", "kernel_count", "fallback_ops")}
+    return CompiledGraph(artifact["gm"], fast, checked, kernels, {**parts, "source": kernels.source})
 
 
-def _assemble(gm: torch.fx.GraphModule | bytes, parts: dict[str, Any], kernels: CompiledKernels,
-              filename: str) -> CompiledGraph:
-    """The CompiledGraph running wrapper source ``parts["wrapper"]`` with ``kernels``."""
+def _wrapper(parts: dict[str, Any], kernels: CompiledKernels, filename: str) -> tuple[Callable, Callable]:
+    """The wrapper source ``parts["wrapper"]`` run with ``kernels``: (call, call_checked)."""
     env = wrapper_globals(parts["device"], parts["values"], parts["ops"])
     for name, _params, fn in kernels.kernels.values():
         env[name] = fn
     exec(compile(parts["wrapper"], filename, "exec"), env)
-    kept = {name: parts[name] for name in ("wrapper", "device", "values", "ops", "kernel_count", "fallback_ops")}
-    return CompiledGraph(gm, env["call"], env["call_checked"], kernels, kept)
+    return env["call"], env["call_checked"]
 
 
 def _device(example_inputs: Sequence[Any]) -> torch.device:

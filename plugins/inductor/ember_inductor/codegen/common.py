@@ -1,9 +1,11 @@
 """The interface between the scheduler and a kernel language (C++/OpenMP for CPUs, Triton for GPUs).
 
-A :class:`KernelBackend` turns every fused group of a scheduled graph into a kernel and loads
-them; the wrapper only needs, per group, the kernel's name, the buffers its parameters point to
-(in order) and a callable taking their addresses. ``spec`` describes the loaded kernels in plain
-data, so that another process can load them again without generating anything (``load``).
+A :class:`KernelBackend` turns every fused group of a scheduled graph into a kernel
+(``prepare``), then builds and loads them (``PreparedKernels.build``, which may run on another
+thread while the caller goes on). The wrapper only needs, per group, the kernel's name, the
+buffers its parameters point to (in order) and, once built, a callable taking their addresses.
+``spec`` describes the loaded kernels in plain data, so that another process can load them again
+without generating anything (``load``).
 """
 from __future__ import annotations
 
@@ -23,11 +25,19 @@ class CompiledKernels:
     backend: str = ""  # the name of the backend that made them
 
 
+@dataclasses.dataclass
+class PreparedKernels:
+    source: str  # the whole generated module
+    kernels: dict[Any, tuple[str, list[str]]]  # id(group) -> (name, param buffers)
+    tensor_args: bool
+    build: Callable[[], CompiledKernels]  # compiles (or fetches from the cache) and loads them
+
+
 class KernelBackend(Protocol):
     name: str
 
-    def compile(self, scheduler: Scheduler) -> CompiledKernels:
-        """Generate, build (or fetch from the cache) and load every kernel of ``scheduler``."""
+    def prepare(self, scheduler: Scheduler) -> PreparedKernels:
+        """Generate every kernel of ``scheduler``; building them is left to the result."""
         ...
 
     def load(self, spec: Any) -> CompiledKernels:
@@ -54,4 +64,4 @@ def backend_for(device_type: str) -> KernelBackend:
     raise NotImplementedError(f"no kernel backend for device {device_type!r} yet")
 
 
-__all__ = ["CompiledKernels", "KernelBackend", "backend_for", "backend_named"]
+__all__ = ["CompiledKernels", "KernelBackend", "PreparedKernels", "backend_for", "backend_named"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import cache
 from ..scheduler import FusedGroup, Scheduler
-from .common import CompiledKernels
+from .common import CompiledKernels, PreparedKernels
 from .cpp import CppKernel
 from .cpp_prelude import PRELUDE
 
@@ -26,9 +26,9 @@ class CppBackend:
             meta[id(g)] = (name, list(k.params))
         return "\n\n".join(parts) + "\n", meta
 
-    def compile(self, scheduler: Scheduler) -> CompiledKernels:
+    def prepare(self, scheduler: Scheduler) -> PreparedKernels:
         source, meta = self.generate(scheduler)
-        return self._load(source, meta)
+        return PreparedKernels(source, meta, False, lambda: self._load(source, meta))
 
     def load(self, spec: tuple[str, list[tuple[str, list[str]]]]) -> CompiledKernels:
         source, kernels = spec

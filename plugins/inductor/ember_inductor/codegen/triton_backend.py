@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from .. import ir
 from ..scheduler import FusedGroup, Scheduler
-from .common import CompiledKernels
+from .common import CompiledKernels, PreparedKernels
 from .triton import LaunchConfig, TritonKernel
 from .triton_prelude import PRELUDE
 from .triton_runtime import TritonLauncher, compile_all, write_kernel
@@ -48,7 +48,7 @@ class TritonBackend:
             out.append((g, k, PRELUDE + "\n\n" + k.generate()))
         return out
 
-    def compile(self, scheduler: Scheduler) -> CompiledKernels:
+    def prepare(self, scheduler: Scheduler) -> PreparedKernels:
         generated = self.generate(scheduler)
         specs: dict[int, LauncherSpec] = {}
         for n, (g, k, source) in enumerate(generated):
@@ -58,7 +58,8 @@ class TritonBackend:
             specs[id(g)] = LauncherSpec(f"triton_k{n}", list(k.params), key, k.name, k.signature(), configs,
                                         [k.grid(c) for c in configs], aligned)
         source = "\n\n".join(f"# kernel triton_k{n}\n{src}" for n, (_, _, src) in enumerate(generated))
-        return self._load(source, specs)
+        meta = {gid: (s.name, s.params) for gid, s in specs.items()}
+        return PreparedKernels(source, meta, True, lambda: self._load(source, specs))
 
     def load(self, spec: tuple[str, list[LauncherSpec]]) -> CompiledKernels:
         source, specs = spec

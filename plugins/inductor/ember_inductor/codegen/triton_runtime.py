@@ -31,7 +31,7 @@ from ember.disk_cache import cache_dir
 
 from .triton import LaunchConfig
 from .triton_compile import (Job, KernelRef, binary_context, binary_ext, compile_kernel, import_kernel, load_compiled,
-                             precompile)
+                             pool, precompile)
 from .triton_device import interpreting
 
 log = logging.getLogger("ember.inductor")
@@ -44,6 +44,13 @@ def kernel_dir() -> str:
     directory = cache_dir("triton")
     os.environ.setdefault("TRITON_CACHE_DIR", cache_dir("triton_bin"))
     return directory
+
+
+def start_compile_workers() -> None:
+    """Start the compile worker processes now, with this cache's ``TRITON_CACHE_DIR``, so that
+    they import Triton while the first graph is lowered."""
+    kernel_dir()
+    pool().start()
 
 
 def source_key(source: str) -> str:

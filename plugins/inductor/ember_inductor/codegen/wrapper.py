@@ -9,7 +9,7 @@ were compiled for.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -77,9 +77,9 @@ def wrapper_globals(device: torch.device | None, values: dict[str, Any], ops: di
 
 
 class WrapperCodegen:
-    def __init__(self, scheduler: Scheduler, kernels: dict[int, tuple[str, list[str], Callable]],
+    def __init__(self, scheduler: Scheduler, kernels: dict[int, tuple[str, list[str]]],
                  device: torch.device | None = None, tensor_args: bool = False) -> None:
-        """``kernels`` maps id(group) -> (kernel name, buffer names of its parameters, callable);
+        """``kernels`` maps id(group) -> (kernel name, buffer names of its parameters);
         kernels get tensors when ``tensor_args``, else data pointers; buffers live on ``device``."""
         self.s = scheduler
         self.graph = scheduler.graph
@@ -178,7 +178,7 @@ class WrapperCodegen:
             lines: list[str] = []
             check: list[str] = []
             if isinstance(g, FusedGroup):
-                kname, params, _ = self.kernels[id(g)]
+                kname, params = self.kernels[id(g)]
                 for name in params:
                     if name in g.names and name not in self.var:
                         lay = self.graph.names[name].layout
