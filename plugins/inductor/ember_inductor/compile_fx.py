@@ -73,7 +73,8 @@ class CompiledGraph:
         return self._parts.get("source", "")
 
     def wait(self) -> None:
-        """Wait for kernels still building; on failure, run the aten graph from now on."""
+        """Wait for kernels still building; if they failed, run the aten graph from now on (or
+        raise, under strict)."""
         if self._pending is None:
             return
         with self._lock:
