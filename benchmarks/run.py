@@ -1,6 +1,6 @@
 """Benchmark suite: eager vs ember (backend="inductor") vs torch.compile, side by side in one process.
 
-    python -m benchmarks.run [--device cpu|cuda] [--quick] [--only NAME ...] [--no-torch-compile]
+    python -m benchmarks.run [--device cpu|cuda] [--quick | --iters N] [--only NAME ...] [--no-torch-compile]
                              [--budget SECONDS]
 
 On the GPU machine: ``python -m benchmarks.run --device cuda --budget 400`` (CUDA-event timing,
@@ -231,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--quick", action="store_true", help="fewer timed calls")
+    ap.add_argument("--iters", type=int, default=None,
+                    help="timed rounds per workload (default 30, 10 with --quick)")
     ap.add_argument("--only", nargs="*", help="substrings of workload names to run")
     ap.add_argument("--no-torch-compile", action="store_true")
     ap.add_argument("--budget", type=float, default=None,
@@ -240,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     native_guards.ensure_built()
 
     device = args.device
-    iters = 10 if args.quick else 30
+    iters = args.iters or (10 if args.quick else 30)
     torch.manual_seed(0)
     rows = []
     started = time.perf_counter()
