@@ -57,14 +57,21 @@ def _vals(args: Any) -> Any:
 _SOURCE = (None, None)  # a copy_ becomes its source
 
 
-def _replacement(node: torch.fx.Node, chain: set[torch.fx.Node], mode: FakeTensorMode) -> tuple | None:
+def _unaliased(tensor: torch.fx.Node, writes: list[torch.fx.Node]) -> bool:
+    """Whether ``tensor`` (written by the in-place ops ``writes``) is its own memory and no view
+    of it exists: a graph input, or the result of an op that is neither a view nor in-place.
+    make_fx hands later readers the last in-place op's node, so views of those count too."""
+    own = tensor.op == "placeholder" or (_is_op(tensor) and not _is_view(tensor) and not _is_mutation(tensor))
+    return own and not any(_is_view(u) for n in (tensor, *writes) for u in n.users)
+
+
+def _replacement(node: torch.fx.Node, mode: FakeTensorMode) -> tuple | None:
     """What the in-place ``node`` becomes: ``_SOURCE`` for a ``copy_``, else the functional op and
-    its value; None when a view could observe the write or the op has no functional twin.
-    ``chain`` holds the tensor ``node`` writes and every in-place op on it (make_fx hands later
-    readers the last in-place op's node, not the tensor's first one)."""
+    its value; None when it writes more than its first argument, has no functional twin, or the
+    twin's result would differ in shape or dtype."""
     schema = node.target._schema
     written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    if written != [schema.arguments[0].name] or any(_is_view(u) for n in chain for u in n.users):
+    if written != [schema.arguments[0].name]:
         return None
     dst = node.args[0].meta.get("val")
     if node.target is aten.copy_.default:
@@ -98,19 +105,18 @@ def remove_mutations(gm: torch.fx.GraphModule, mode: FakeTensorMode, primals: Se
     if _shares_storage(primals):
         return False
     root: dict[torch.fx.Node, torch.fx.Node] = {}  # in-place op (or written tensor) -> written tensor
+    writes: dict[torch.fx.Node, list[torch.fx.Node]] = {}  # written tensor -> its in-place ops
     for node in mutations:
         base = node.args[0] if node.args else None
         if not isinstance(base, torch.fx.Node):
             return False
         root[node] = root[base] = root.get(base, base)
-    for tensor in set(root.values()):
-        if not (tensor.op == "placeholder" or (_is_op(tensor) and not _is_view(tensor) and not _is_mutation(tensor))):
-            return False
-    plans = {}
-    for node in mutations:
-        plans[node] = _replacement(node, {n for n, r in root.items() if r is root[node]}, mode)
-        if plans[node] is None:
-            return False
+        writes.setdefault(root[node], []).append(node)
+    if not all(_unaliased(tensor, ops) for tensor, ops in writes.items()):
+        return False
+    plans = {node: _replacement(node, mode) for node in mutations}
+    if any(plan is None for plan in plans.values()):
+        return False
     current: dict[torch.fx.Node, torch.fx.Node] = {}  # written tensor -> node of its value so far
     for node in list(graph.nodes):
         for read in node.all_input_nodes:
