@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import check
+from helpers import check, compile_fn
 
 torch.manual_seed(0)
 
@@ -70,6 +70,34 @@ def test_nan_propagation() -> None:
     x[1, 3] = float("nan")
     x[2, 39] = float("nan")
     check(fn, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exp_over_its_whole_range(dtype: torch.dtype) -> None:
+    """Arguments far below 0 take a rescaled path in the generated exp (see ``e_exp``): the
+    results, down to denormals and exact zeros, and at the edges, are eager's."""
+    edges = [float("-inf"), -1e30, -1200.0, -746.5, -745.0, -720.0, -700.5, -150.0, -104.5, -104.0,
+             -103.9, -95.0, -87.5, -87.0, -20.0, 0.0, 80.0, 88.5, 700.0, float("inf"), float("nan")]
+    tail = torch.linspace(-800.0, -60.0, 20001, dtype=torch.float64)
+    x = torch.cat([torch.tensor(edges, dtype=torch.float64), tail]).to(dtype)
+    compiled = compile_fn(lambda t: (torch.exp(t), torch.sigmoid(-t)), x)
+    got, got_sigmoid = compiled(x)
+    expected = torch.exp(x.double()).to(dtype).double()  # exact, then rounded to dtype
+    tiny = torch.finfo(dtype).tiny  # below it (denormals), precision is absolute
+    torch.testing.assert_close(got.double(), expected, rtol=4 * torch.finfo(dtype).eps, atol=tiny * 1e-6,
+                               equal_nan=True)
+    assert torch.equal(got == 0, expected == 0)
+    torch.testing.assert_close(got_sigmoid, torch.sigmoid(-x), equal_nan=True)
+
+
+def test_causal_softmax_matches_eager() -> None:
+    """Masked entries are -inf: their exp is exactly 0."""
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        mask = torch.ones(40, 40, dtype=torch.bool).tril()
+        return t.masked_fill(~mask, float("-inf")).softmax(-1)
+    x = torch.randn(3, 40, 40)
+    out = check(fn, x)(x)
+    assert torch.equal(out == 0, ~torch.ones(40, 40, dtype=torch.bool).tril().expand_as(out))
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)

@@ -28,7 +28,7 @@ from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (floats) kept on the stack for cross-stage reuse
-_EXPENSIVE = re.compile(r"std::(exp|expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow)\b|e_sin|e_cos|e_sigmoid")
+_EXPENSIVE = re.compile(r"std::(exp|expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow)\b|e_exp|e_sin|e_cos|e_sigmoid")
 _TEMP = re.compile(r"\bt\d+\b")
 
 CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "half",
@@ -80,7 +80,7 @@ def constant(value: Any, dtype: torch.dtype) -> str:
 
 
 _UNARY = {
-    "neg": "(-{0})", "abs": "e_abs({0})", "exp": "std::exp({0})", "exp2": "std::exp2({0})",
+    "neg": "(-{0})", "abs": "e_abs({0})", "exp": "e_exp({0})", "exp2": "std::exp2({0})",
     "expm1": "std::expm1({0})", "log": "std::log({0})", "log2": "std::log2({0})",
     "log10": "std::log10({0})", "log1p": "std::log1p({0})", "sqrt": "std::sqrt({0})",
     "rsqrt": "(1 / std::sqrt({0}))", "sin": "e_sin({0})", "cos": "e_cos({0})",

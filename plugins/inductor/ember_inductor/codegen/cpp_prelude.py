@@ -11,6 +11,7 @@ PRELUDE = r"""
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #undef __FAST_MATH__
 
 typedef _Float16 half;
@@ -54,7 +55,29 @@ template <typename T> static inline T e_pow(T a, T b) {
   } else { return std::pow(a, b); }
 }
 template <typename T> static inline T e_sign(T a) { return (a != a) ? a : (T)((T(0) < a) - (a < T(0))); }
-template <typename T> static inline T e_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
+// exp(x) for x below about -87 (float) or -708 (double): libmvec's vector exp handles such a
+// lane off its fast path, for the whole vector, so a causal softmax (whose masked entries are
+// -inf) ran 8x slower. Such an x is computed as exp(x + k) * exp(-k), on the fast path, and one
+// whose exp is 0 anyway as exp(-40) * 0. The argument is chosen by bits (e_pick): gcc turns
+// exp(c ? x : constant) back into c ? exp(x) : exp(constant), which calls exp on x again.
+template <typename T, typename U> static inline T e_pick(bool c, T a, T b) {
+  const U m = -(U)c;
+  return __builtin_bit_cast(T, (U)((__builtin_bit_cast(U, a) & m) | (__builtin_bit_cast(U, b) & ~m)));
+}
+template <typename T> static inline T e_exp(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    const bool tiny = x < -87.0f, zero = x < -104.0f;
+    const float arg = e_pick<float, uint32_t>(tiny, e_pick<float, uint32_t>(zero, -40.0f, x + 64.0f), x);
+    return std::exp(arg) * (tiny ? (zero ? 0.0f : 1.60381089e-28f) : 1.0f);  // exp(-64)
+  } else if constexpr (std::is_same_v<T, double>) {
+    const bool tiny = x < -700.0, zero = x < -746.0;
+    const double arg = e_pick<double, uint64_t>(tiny, e_pick<double, uint64_t>(zero, -200.0, x + 512.0), x);
+    return std::exp(arg) * (tiny ? (zero ? 0.0 : 4.377491037053051e-223) : 1.0);  // exp(-512)
+  } else {
+    return std::exp(x);
+  }
+}
+template <typename T> static inline T e_sigmoid(T a) { return T(1) / (T(1) + e_exp(-a)); }
 template <typename T> static inline T e_floor(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a; else return std::floor(a); }
 template <typename T> static inline T e_ceil(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a; else return std::ceil(a); }
 template <typename T> static inline T e_trunc(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a; else return std::trunc(a); }
