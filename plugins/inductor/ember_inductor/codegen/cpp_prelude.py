@@ -1,8 +1,9 @@
 """The fixed head of every generated C++ source: headers, dtype conversions and math helpers.
 
 ``__FAST_MATH__`` is defined only to make glibc declare its libmvec vector variants of the math
-functions, so that ``#pragma omp simd`` loops calling exp/sin/erf/... vectorize; the code is
-still compiled without -ffast-math (NaN/inf semantics are kept).
+functions, so that ``#pragma omp simd`` loops calling sin/erf/tanh/... vectorize; the code is
+still compiled without -ffast-math (NaN/inf semantics are kept). float ``exp`` (and so softmax
+and sigmoid) is computed inline instead (``e_expf``).
 """
 
 PRELUDE = r"""
@@ -56,7 +57,7 @@ template <typename T> static inline T e_pow(T a, T b) {
 }
 template <typename T> static inline T e_sign(T a) { return (a != a) ? a : (T)((T(0) < a) - (a < T(0))); }
 // Values chosen by bits: gcc turns f(c ? x : constant) into c ? f(x) : f(constant), which
-// evaluates f on x again (see e_exp).
+// evaluates f on x again (see e_expd).
 template <typename T, typename U> static inline T e_pick(bool c, T a, T b) {
   const U m = -(U)c;
   return __builtin_bit_cast(T, (U)((__builtin_bit_cast(U, a) & m) | (__builtin_bit_cast(U, b) & ~m)));
