@@ -28,7 +28,7 @@ from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (floats) kept on the stack for cross-stage reuse
-_EXPENSIVE = re.compile(r"std::(exp|expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow)\b|e_exp|e_sin|e_cos|e_sigmoid")
+_EXPENSIVE = re.compile(r"std::(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow)\b|e_exp|e_sin|e_cos|e_sigmoid")
 _TEMP = re.compile(r"\bt\d+\b")
 
 CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "half",
