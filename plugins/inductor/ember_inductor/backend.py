@@ -6,9 +6,11 @@ process compiling the same graph loads the wrapper and kernels instead (``plan_c
 Without ember_aot, inference graphs are traced here with ``make_fx`` + ``functionalize``;
 graphs that need autograd then run eagerly (one warning).
 A graph whose compilation fails runs its aten graph eagerly with one warning naming the error,
-unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``. Kernels build on a background
-thread while ember_aot goes on to the next graph (``compile_aten_graph(defer=True)``); a build
-that fails there is reported at the graph's first call (an error under ``strict``).
+unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``. Kernels build on a background thread
+while ember_aot goes on to the next graph (``compile_aten_graph(defer=True)``); a build that
+fails there is reported at the graph's first call (an error under ``strict``).
+On CPUs, a graph that runs slower compiled than eager in its first calls falls back to eager
+(``measured``).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from . import debug
+from . import debug, measured
 from .decompositions import decompositions
 
 log = logging.getLogger("ember.inductor")
@@ -82,13 +84,15 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,
                       inference_compiler=compile_graph, decompositions=decompositions,
                       cache=_plan_codec(mode, options))
-        return backend(gm, example_inputs)
-    needs_grad = torch.is_grad_enabled() and any(
-        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
-    if needs_grad:
+        compiled = backend(gm, example_inputs)
+    elif measured.needs_grad(example_inputs):
         log.warning("ember_inductor: training graphs need ember_aot.aot_autograd; running eagerly")
         return gm.forward
-    return compile_inference(gm, example_inputs, compile_graph)
+    else:
+        compiled = compile_inference(gm, example_inputs, compile_graph)
+    if not measured.enabled(options, example_inputs):
+        return compiled
+    return measured.FasterOf(compiled, gm.forward, f"graph {debug.graph_hash(gm)}")
 
 
 def trace_inference(gm: Callable, example_inputs: Sequence[Any]) -> tuple[torch.fx.GraphModule, Any]:

@@ -1,0 +1,91 @@
+"""Keeps the faster of a compiled CPU graph and its eager graph, timed in the graph's first calls.
+
+Generated kernels are not faster than eager everywhere: a graph whose time is in matrix
+products (aten calls either way) gains little and can lose what its decompositions cost. Such a
+graph falls back to eager. The first call runs the compiled graph (it waits for the kernels'
+build) and the second the eager graph, untimed; the next ``TRIALS`` pairs alternate and are
+timed; the one with the smaller best time then runs every later call (``FasterOf.choice``). The
+choice is logged on ``ember.inductor`` at INFO.
+
+Always compiled, never timed: calls that need grad (a training step's time is mostly in its
+backward, which a forward call cannot time), and graphs that draw random numbers (a choice made
+by timing would make a seeded run's numbers depend on the machine's load). Only CPU graphs are
+measured: GPU calls are asynchronous and the Triton kernels are the point of compiling there.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Callable, Sequence
+
+import torch
+
+log = logging.getLogger("ember.inductor")
+
+#: timed calls of each candidate before choosing
+TRIALS = 3
+
+
+def enabled(options: dict | None, example_inputs: Sequence[Any]) -> bool:
+    """Whether a graph with these inputs is measured: CPU tensors only, and neither
+    ``options={"eager_fallback": False}`` nor ``EMBER_INDUCTOR_EAGER_FALLBACK=0``."""
+    if not (options or {}).get("eager_fallback", True):
+        return False
+    if os.environ.get("EMBER_INDUCTOR_EAGER_FALLBACK", "1") == "0":
+        return False
+    return all(x.device.type == "cpu" for x in example_inputs if isinstance(x, torch.Tensor))
+
+
+def needs_grad(args: Sequence[Any]) -> bool:
+    """Whether a call with these arguments records autograd history."""
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+
+class FasterOf:
+    """Calls ``compiled`` or ``eager`` (same graph, same signature); see the module docstring."""
+
+    def __init__(self, compiled: Callable, eager: Callable, name: str) -> None:
+        self.compiled = compiled
+        self.eager = eager
+        self.name = name
+        self.choice: str | None = None  # "compiled" or "eager" once chosen
+        self._calls = 0
+        self._best = [float("inf"), float("inf")]  # compiled, eager
+        self._timed = [0, 0]
+        self._run: Callable = self._trial
+
+    def __call__(self, *args: Any) -> Any:
+        return self._run(*args)
+
+    def _trial(self, *args: Any) -> Any:
+        if needs_grad(args):
+            return self.compiled(*args)
+        n = self._calls
+        self._calls += 1
+        if n == 0:
+            state = torch.random.get_rng_state()
+            out = self.compiled(*args)
+            if not torch.equal(state, torch.random.get_rng_state()):
+                self._choose("compiled", "it draws random numbers")
+            return out
+        if n == 1:
+            return self.eager(*args)
+        which = n % 2  # 0: compiled, 1: eager
+        start = time.perf_counter()
+        out = (self.eager if which else self.compiled)(*args)
+        self._best[which] = min(self._best[which], time.perf_counter() - start)
+        self._timed[which] += 1
+        if self._timed[1] == TRIALS:
+            compiled_s, eager_s = self._best
+            why = f"best of {TRIALS} calls: compiled {compiled_s * 1e3:.3f} ms, eager {eager_s * 1e3:.3f} ms"
+            self._choose("eager" if eager_s < compiled_s else "compiled", why)
+        return out
+
+    def _choose(self, choice: str, why: str) -> None:
+        self.choice = choice
+        self._run = self.compiled if choice == "compiled" else self._eager_unless_grad
+        log.info("ember_inductor: %s runs %s (%s)", self.name, choice, why)
+
+    def _eager_unless_grad(self, *args: Any) -> Any:
+        return self.compiled(*args) if needs_grad(args) else self.eager(*args)
