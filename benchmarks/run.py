@@ -191,6 +191,11 @@ def back_to_back(run: Callable[[], Any], calls: int = 30) -> float:
     return start.elapsed_time(end) / calls
 
 
+#: untimed calls after the first, for every variant: ember times a CPU graph's compiled and eager
+#: versions in its first 2 + 2 * TRIALS calls and keeps the faster (ember_inductor.measured)
+WARMUP_CALLS = 9
+
+
 def measure(variants: list[Callable], inputs: tuple, training: bool, module: Any,
             device: str, iters: int) -> list[tuple[float, float]]:
     """(first call seconds, median ms) per variant; timed calls are interleaved round-robin so
@@ -202,7 +207,7 @@ def measure(variants: list[Callable], inputs: tuple, training: bool, module: Any
         run()
         _sync(device)
         firsts.append(time.perf_counter() - t0)
-        for _ in range(3):
+        for _ in range(WARMUP_CALLS):
             run()
     times: list[list[float]] = [[] for _ in runs]
     for _ in range(iters):
