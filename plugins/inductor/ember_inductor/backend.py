@@ -6,9 +6,9 @@ process compiling the same graph loads the wrapper and kernels instead (``plan_c
 Without ember_aot, inference graphs are traced here with ``make_fx`` + ``functionalize``;
 graphs that need autograd then run eagerly (one warning).
 A graph whose compilation fails runs its aten graph eagerly with one warning naming the error,
-unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``. Kernels build on a background thread
-while ember_aot goes on to the next graph (``compile_aten_graph(defer=True)``); a build that
-fails there is reported at the graph's first call (an error under ``strict``).
+unless ``options={"strict": True}`` or ``EMBER_INDUCTOR_STRICT=1``. Kernels build on a
+background thread while ember_aot goes on to the next graph (``compile_aten_graph(defer=True)``);
+a build that fails there is reported at the graph's first call (an error under ``strict``).
 On CPUs, a graph that runs slower compiled than eager in its first calls falls back to eager
 (``measured``).
 """
