@@ -52,7 +52,6 @@ class FasterOf:
         self.choice: str | None = None  # "compiled" or "eager" once chosen
         self._calls = 0
         self._best = [float("inf"), float("inf")]  # compiled, eager
-        self._timed = [0, 0]
         self._run: Callable = self._trial
 
     def __call__(self, *args: Any) -> Any:
@@ -75,8 +74,7 @@ class FasterOf:
         start = time.perf_counter()
         out = (self.eager if which else self.compiled)(*args)
         self._best[which] = min(self._best[which], time.perf_counter() - start)
-        self._timed[which] += 1
-        if self._timed[1] == TRIALS:
+        if n == 1 + 2 * TRIALS:  # the last timed eager call
             compiled_s, eager_s = self._best
             why = f"best of {TRIALS} calls: compiled {compiled_s * 1e3:.3f} ms, eager {eager_s * 1e3:.3f} ms"
             self._choose("eager" if eager_s < compiled_s else "compiled", why)
