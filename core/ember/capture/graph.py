@@ -81,6 +81,9 @@ class GraphBuilder:
     # -- calls ----------------------------------------------------------------------------
     def call(self, kind: str, target: Any, args: tuple[Var, ...], kwargs: dict[str, Var]) -> Var:
         """Record ``target(*args, **kwargs)`` (``kind`` is call_function or call_method)."""
+        if target in _INPLACE_OPERATORS and not isinstance(args[0], TensorVar):
+            # fx writes these as statements (`a += b`, `a[i] = v`), valid only with a tensor target
+            raise Unsupported(f"{_target_name(target)} whose target is a {type(args[0]).__name__}, not a tensor")
         fake_args = tuple(to_fake(a) for a in args)
         fake_kwargs = {k: to_fake(v) for k, v in kwargs.items()}
         fakes_in = [t.fake for t in _tensor_vars(args, kwargs)]

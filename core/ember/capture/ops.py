@@ -100,6 +100,9 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
     op = BINARY_OPS.get(symbol)
     if op is None:
         frame.fail(f"binary operator {symbol!r} is not supported")
+    if symbol.endswith("=") and not _has_inplace_method(a, op):
+        # Python's protocol: `a += b` without `type(a).__iadd__` is `a = a + b` (`total = 0; total += t`)
+        return binary(frame, symbol[:-1], a, b)
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return frame.state.graph.call("call_function", op, (a, b), {})
     # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
@@ -131,6 +134,18 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
 
 
 _SET_INPLACE = {"|=", "&=", "-=", "^="}
+
+
+def _has_inplace_method(var: Var, op: Any) -> bool:
+    """Whether ``var``'s type defines the in-place method of ``op`` (``__iadd__`` for
+    ``operator.iadd``); a tensor always does."""
+    if isinstance(var, TensorVar):
+        return True
+    try:
+        kind = var.python_type()
+    except NotImplementedError:  # a capture-only value (a bound method, a context): as it is
+        return True
+    return hasattr(kind, f"__{op.__name__}__")
 
 
 def _is_set(var: Var) -> bool:
