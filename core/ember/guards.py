@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import native_guards
-from .capture.sources import Constants, Source
+from .capture.sources import Constants, Source, literal
 
 GuardFn = Callable[[dict], "tuple | None"]
 
@@ -68,8 +68,8 @@ class GuardSet:
         t = self.consts.name(type(value), "t")
         if isinstance(value, float) and value != value:
             test = "{0} != {0}"
-        elif type(value) in (int, float, bool, str, type(None), bytes):
-            test = "{0} == " + repr(value).replace("{", "{{").replace("}", "}}")
+        elif (text := literal(value)) is not None:
+            test = "{0} == " + text.replace("{", "{{").replace("}", "}}")
         elif isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
             test = f"{{0}} is {self.consts.name(value, 'v')}"
         elif isinstance(value, (set, frozenset)):  # a copy (the set may change), in its iteration order

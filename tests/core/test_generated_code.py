@@ -1,9 +1,17 @@
-"""Generated code always builds: in-place operators on Python values."""
+"""Generated code always builds: in-place operators on Python values, guard sources with no
+literal form."""
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
+from typing import Any, Optional
+
+import pytest
 import torch
 
 import ember
+from ember.capture.sources import AttrSource, ItemSource, LocalSource, literal
+from ember.guards import GuardSet
 from core_helpers import CountingBackend, no_fallback
 
 
@@ -36,3 +44,66 @@ def test_augmented_assignment_to_a_tensor_stays_in_place():
     x = torch.randn(3)
     torch.testing.assert_close(ember.compile(fn, backend=backend, fullgraph=True)(x), x + 1)
     assert "iadd" in backend.ops()
+
+
+def test_vmap_after_another_compiled_case_matches_eager():
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 3), torch.randn(3)
+
+    def first(x):
+        return torch.func.vmap(torch.sin)(x)
+
+    def per_row(x, w):
+        return torch.func.vmap(lambda row: (row * w).sin().sum())(x)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # vmap itself is run eagerly (a fallback warning)
+        torch.testing.assert_close(ember.compile(first, backend="eager")(x), first(x))
+        compiled = ember.compile(per_row, backend="eager")
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x, w), per_row(x, w))
+    # the guards of the first call (which read `Callable[[Any], bool]`) pass on the second
+    assert len(compiled.__ember__.entries) == 1
+
+
+class _OpaqueKey:
+    def __repr__(self) -> str:
+        return "<not python>"
+
+
+@pytest.mark.parametrize("key", [_OpaqueKey(), (int, "a"), float("nan"), "quo'te\"{brace}", (1, (2.5, None))],
+                         ids=["object", "tuple-with-class", "nan", "quotes-and-braces", "nested-tuple"])
+def test_guard_on_a_key_with_no_literal_form_compiles_and_checks(key):
+    d = {key: 3.5, "plain": float("inf")}
+    obj = type("Obj", (), {})()
+    setattr(obj, "not an-identifier", 7)
+    guards = GuardSet()
+    guards.equals(ItemSource(LocalSource("d"), key), 3.5)
+    guards.equals(ItemSource(LocalSource("d"), "plain"), float("inf"))
+    guards.equals(AttrSource(LocalSource("o"), "not an-identifier"), 7)
+    guard, reasons = guards.compile()
+    assert guard({"d": d, "o": obj}) == ()
+    assert guard({"d": {**d, key: 4.0}, "o": obj}) is None
+    assert guard({"d": {**d, "plain": 1.0}, "o": obj}) is None
+    assert guard({"d": d, "o": type("Other", (), {})()}) is None
+    assert len(reasons({"d": {**d, key: 4.0}, "o": obj})) == 1
+
+
+def test_literal_only_for_values_that_evaluate_back():
+    assert literal((1, "a", None, 2.5, b"x")) == "(1, 'a', None, 2.5, b'x', )"
+    assert literal(()) == "()"
+    for value in (float("nan"), float("-inf"), bool, [1], (int,), _OpaqueKey(), 2**20000):
+        assert literal(value) is None, value
+
+
+def test_type_hint_subscription_needs_no_guard_of_its_own():
+    def fn(x):
+        hint = Optional[Callable[[Any], bool]]  # a new object on every evaluation
+        return x + 1 if hint is not None and list[int] is not None else x
+
+    compiled = ember.compile(fn, backend="eager")
+    x = torch.randn(2)
+    with no_fallback():
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), x + 1)
+    assert len(compiled.__ember__.entries) == 1

@@ -7,6 +7,7 @@ Containers of symbolic values are handled structurally.
 from __future__ import annotations
 
 import operator
+import types
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -49,8 +50,6 @@ def python_value(var: Var) -> Any:
     if isinstance(var, SetVar):
         return set(var.items)
     if isinstance(var, BoundMethodVar):
-        import types
-
         return types.MethodType(python_value(var.func), python_value(var.self_var))
     raise NotConstant(type(var).__name__)
 
@@ -243,6 +242,15 @@ def _index_arg(frame: "Frame", index: Var) -> Var:
     return index
 
 
+def _builds_type(value: Any) -> bool:
+    """Subscription that builds a type hint (``list[int]``, ``Callable[[Any], bool]``, through
+    ``__class_getitem__`` or typing's aliases): a pure function of the subscripted object (guarded
+    where it was read) and the key, not a read of a container."""
+    if isinstance(value, type):
+        return not hasattr(type(value), "__getitem__")  # no metaclass __getitem__ (an Enum's)
+    return isinstance(value, types.GenericAlias) or type(value).__module__ == "typing"
+
+
 def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
     if isinstance(obj, TensorVar):
         return frame.state.graph.call("call_function", operator.getitem, (obj, _index_arg(frame, index)), {})
@@ -284,7 +292,7 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
         result = call_dunder(frame, obj, "__getitem__", [index])
         if result is not None:
             return result
-        if obj.source is not None:  # read from a real container: guard what was read
+        if obj.source is not None and not _builds_type(obj.value):  # read from a real container: guard it
             from .builder import wrap
             from .sources import ItemSource
 

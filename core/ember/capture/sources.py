@@ -10,7 +10,27 @@ Objects a guard needs (a globals dict, a closure cell) are referenced by name th
 from __future__ import annotations
 
 import dataclasses
+import keyword
+import math
 from typing import Any
+
+_LITERAL_TYPES = (str, int, bool, type(None), bytes)
+
+
+def literal(value: Any) -> str | None:
+    """Python source that evaluates back to a value equal to ``value``, of the same types, or
+    None when there is none: ``float('nan')``, a class (``<class 'bool'>``), an object, a tuple
+    holding one. Generated code writes such values through :meth:`Constants.ref` instead."""
+    kind = type(value)
+    try:
+        if kind in _LITERAL_TYPES or kind is float and math.isfinite(value):
+            return repr(value)
+    except ValueError:  # an int too long to print
+        return None
+    if kind is tuple:
+        items = [literal(v) for v in value]
+        return None if None in items else "(" + "".join(f"{i}, " for i in items) + ")"
+    return None
 
 
 class Constants:
@@ -28,6 +48,11 @@ class Constants:
         self.values[name] = value
         self._by_id[key] = name
         return name
+
+    def ref(self, value: Any, hint: str = "c") -> str:
+        """Source text for ``value`` in generated code: its literal, else a name for it."""
+        text = literal(value)
+        return text if text is not None else self.name(value, hint)
 
 
 class Source:
@@ -109,7 +134,9 @@ class AttrSource(Source):
     attr: str
 
     def apply(self, base_expr: str, consts: Constants) -> str:
-        return f"{base_expr}.{self.attr}"
+        if self.attr.isidentifier() and not keyword.iskeyword(self.attr):
+            return f"{base_expr}.{self.attr}"
+        return f"getattr({base_expr}, {consts.ref(self.attr)})"  # set through setattr/getattr
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.attr}"
@@ -124,7 +151,7 @@ class DictEntrySource(Source):
     key: str
 
     def apply(self, base_expr: str, consts: Constants) -> str:
-        return f"{base_expr}.{self.table}[{self.key!r}]"
+        return f"{base_expr}.{self.table}[{consts.ref(self.key, 'key')}]"
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.key}"
@@ -138,9 +165,7 @@ class ItemSource(Source):
     index: Any
 
     def apply(self, base_expr: str, consts: Constants) -> str:
-        index = self.index
-        literal = type(index) in (str, int, float, bool, type(None), tuple)
-        return f"{base_expr}[{repr(index) if literal else consts.name(index, 'key')}]"
+        return f"{base_expr}[{consts.ref(self.index, 'key')}]"
 
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.index!r}]"
@@ -184,7 +209,7 @@ class MethodCallSource(Source):
     method_name: str = ""
 
     def apply(self, base_expr: str, consts: Constants) -> str:
-        args = "".join(f", {a!r}" for a in self.args)
+        args = "".join(f", {consts.ref(a, 'a')}" for a in self.args)
         return f"{consts.name(self.method, 'm')}({base_expr}{args})"
 
     def describe(self) -> str:
