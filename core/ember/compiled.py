@@ -24,7 +24,7 @@ from .capture.breaks import ResumeRequest
 from .capture.calls import has_hooks
 from .capture.resume import make_resume_function
 from .codegen import make_binder, make_eager_caller, make_runner
-from .errors import BackendCompilerFailed, Unsupported
+from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 
 log_recompiles = logging.getLogger("ember.recompiles")
 log_breaks = logging.getLogger("ember.graph_breaks")
@@ -142,13 +142,19 @@ class CompiledFunction:
             if log_graph.isEnabledFor(logging.INFO):
                 log_graph.info("graph of %s:\n%s", self.name, gm.print_readable(print_output=False))
             compiled = self.backend.compile(gm, cap.example_inputs)
-        namespace = dict(cap.consts.values)
-        if cap.resumes:
-            namespace["___callee"] = self.callee
-            for request in cap.resumes:
-                namespace[request.const_name] = self.resume_function(request)
-        runner = make_runner(compiled, cap.tail, namespace)
-        guard, reasons = cap.guards.compile(cap.input_sources)
+        what = "resume function"
+        try:
+            namespace = dict(cap.consts.values)
+            if cap.resumes:
+                namespace["___callee"] = self.callee
+                for request in cap.resumes:
+                    namespace[request.const_name] = self.resume_function(request)
+            what = "runner"
+            runner = make_runner(compiled, cap.tail, namespace)
+            what = "guard"
+            guard, reasons = cap.guards.compile(cap.input_sources)
+        except Exception as exc:
+            return self._fallback_entry(GeneratedCodeFailed(what, exc, cap.guards))
         if log_guards.isEnabledFor(logging.INFO):
             log_guards.info("guards of %s:\n  %s", self.name, "\n  ".join(cap.guards.describe()))
         self.compile_times.append(time.perf_counter() - start)
@@ -208,7 +214,11 @@ class CompiledFunction:
         if config.warn_on_fallback:
             warnings.warn(f"ember: {self.name} runs eagerly: {message}", stacklevel=4)
         guards = exc.guards
-        guard, reasons = guards.compile()
+        try:
+            guard, reasons = guards.compile()
+        except Exception:  # not even this guard builds: the function runs eagerly from now on
+            log_fallback.info("the guard of %s failed to build", self.name, exc_info=True)
+            guard, reasons = (lambda L: ()), (lambda L: [])
         call_eager = self.call_eager
         return Entry(guard, lambda L, _inputs: call_eager(L), reasons, None, guards.describe())
 

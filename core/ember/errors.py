@@ -16,3 +16,12 @@ class BackendCompilerFailed(EmberError):
 
 class Unsupported(EmberError):
     """Capture met something it cannot put in a graph (raised with fullgraph=True)."""
+
+
+class GeneratedCodeFailed(Unsupported):
+    """Code ember generated (graph, guard, runner, resume function) did not build: an ember bug,
+    never the user's crash; the function runs eagerly with a warning that names the reason."""
+
+    def __init__(self, what: str, exc: BaseException, guards: object) -> None:
+        super().__init__(f"ember's generated {what} failed to build ({type(exc).__name__}: {exc})")
+        self.guards = guards

@@ -1,5 +1,5 @@
 """Generated code always builds: in-place operators on Python values, guard sources with no
-literal form."""
+literal form, and a failure to build any generated code falling back to eager with one warning."""
 from __future__ import annotations
 
 import warnings
@@ -10,9 +10,14 @@ import pytest
 import torch
 
 import ember
+import ember.compiled
 from ember.capture.sources import AttrSource, ItemSource, LocalSource, literal
-from ember.guards import GuardSet
+from ember.guards import GuardSet, _GuardWriter
 from core_helpers import CountingBackend, no_fallback
+
+
+def _ember_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if str(w.message).startswith("ember:")]
 
 
 def test_augmented_assignment_to_a_python_value_is_not_in_place():
@@ -94,6 +99,51 @@ def test_literal_only_for_values_that_evaluate_back():
     assert literal(()) == "()"
     for value in (float("nan"), float("-inf"), bool, [1], (int,), _OpaqueKey(), 2**20000):
         assert literal(value) is None, value
+
+
+def _break_guard_writer(monkeypatch):
+    monkeypatch.setattr(_GuardWriter, "write", lambda self, name, checks, inputs: f"def {name}(L):\n    0 += 1\n")
+
+
+def _break_graph_code(monkeypatch):
+    def recompile(self):
+        raise SyntaxError("'literal' is an illegal expression for augmented assignment")
+
+    monkeypatch.setattr(torch.fx.GraphModule, "recompile", recompile)
+
+
+def _break_runner(monkeypatch):
+    def make_runner(compiled, tail, namespace):
+        exec(compile("def ___run(L, ___inputs):\n    return ___o[\n", "<ember ___run>", "exec"), {})
+
+    monkeypatch.setattr(ember.compiled, "make_runner", make_runner)
+
+
+@pytest.mark.parametrize("what,breaker", [("guard", _break_guard_writer), ("graph code", _break_graph_code),
+                                          ("runner", _break_runner)])
+def test_generated_code_that_does_not_build_falls_back_with_one_warning(monkeypatch, what, breaker):
+    def fn(x, n):
+        return (x * n).relu() + 1
+
+    breaker(monkeypatch)
+    compiled = ember.compile(fn, backend="eager")
+    x = torch.randn(4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):  # the fallback entry is cached: one warning
+            torch.testing.assert_close(compiled(x, 2), fn(x, 2))
+    messages = _ember_warnings(caught)
+    assert len(messages) == 1, messages
+    assert f"generated {what} failed to build" in messages[0] and "fn" in messages[0] and "runs eagerly" in messages[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a new capture: its own fallback warning, where it has one
+        torch.testing.assert_close(compiled(x, 3), fn(x, 3))
+
+
+def test_fullgraph_reports_generated_code_that_does_not_build(monkeypatch):
+    _break_runner(monkeypatch)
+    with pytest.raises(ember.Unsupported, match="generated runner failed to build"):
+        ember.compile(lambda x: x + 1, backend="eager", fullgraph=True)(torch.randn(2))
 
 
 def test_type_hint_subscription_needs_no_guard_of_its_own():

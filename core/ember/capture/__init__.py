@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from ..errors import Unsupported
+from ..errors import GeneratedCodeFailed, Unsupported
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes
@@ -128,7 +128,10 @@ def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resume
                 used.append((source, node, tensor))
             else:
                 graph.graph.erase_node(node)
-        gm = torch.fx.GraphModule(torch.nn.Module(), graph.graph, class_name="EmberGraph")
+        try:  # fx writes and compiles the graph's Python code here
+            gm = torch.fx.GraphModule(torch.nn.Module(), graph.graph, class_name="EmberGraph")
+        except Exception as exc:
+            raise GeneratedCodeFailed("graph code", exc, state.guards) from exc
     return Capture(
         graph_module=gm,
         input_sources=[s for s, _, _ in used],
