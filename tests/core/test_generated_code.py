@@ -157,3 +157,15 @@ def test_type_hint_subscription_needs_no_guard_of_its_own():
         for _ in range(3):
             torch.testing.assert_close(compiled(x), x + 1)
     assert len(compiled.__ember__.entries) == 1
+
+
+def test_infinite_float_argument_is_guarded_by_value_and_compiles_once():
+    def fn(x, bound):
+        return x.clamp(max=bound)
+
+    compiled = ember.compile(fn, backend="eager")
+    x = torch.randn(3)
+    with no_fallback():
+        for bound in (float("inf"), float("inf"), float("-inf"), float("-inf")):
+            torch.testing.assert_close(compiled(x, bound), fn(x, bound))
+    assert len(compiled.__ember__.entries) == 2
