@@ -407,3 +407,23 @@ def test_outputs_without_a_gradient_get_no_materialized_zeros():
     with torch.profiler.profile() as prof:
         fast_model(inp).sum().backward()
     assert "aten::zeros" not in {e.key for e in prof.key_averages()}
+
+
+def test_joint_trace_drops_decompositions_that_are_only_right_for_inference():
+    """Torch's decomposition of CPU flash attention returns the attention weights where the op
+    returns the logsumexp its backward kernel reads: with a table that holds it (as core aten's
+    does), the joint graph must keep the op, or every gradient through attention is wrong."""
+    from torch._decomp import core_aten_decompositions
+    backend = aot_autograd(lambda gm, _: gm.forward, decompositions=core_aten_decompositions())
+    for causal in (False, True):
+        def fn(q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        g = torch.Generator().manual_seed(0)
+        got = [torch.randn(2, 2, 5, 8, generator=g).requires_grad_() for _ in range(3)]
+        ref = [t.detach().clone().requires_grad_() for t in got]
+        fast = backend(torch.fx.symbolic_trace(fn), got)
+        weight = torch.randn(2, 2, 5, 8, generator=g)
+        (fast(*got) * weight).sum().backward()
+        (fn(*ref) * weight).sum().backward()
+        for a, b in zip(got, ref):
+            torch.testing.assert_close(a.grad, b.grad)
