@@ -409,6 +409,36 @@ def test_outputs_without_a_gradient_get_no_materialized_zeros():
     assert "aten::zeros" not in {e.key for e in prof.key_averages()}
 
 
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_inputs_reached_only_by_outputs_without_a_gradient_keep_none_grads(backend):
+    """Eager leaves ``.grad`` None on inputs that only outputs without a gradient depend on
+    (a model's pooler when only its hidden states feed the loss); the compiled backward, which
+    runs on zero tangents for those outputs, must not hand back zeros for them."""
+    def fn(x, w1, w2, b2):
+        h = x @ w1
+        return torch.tanh(h), h @ w2 + b2
+
+    def leaves():
+        g = torch.Generator().manual_seed(0)
+        return [torch.randn(3, 4, generator=g).requires_grad_(), torch.randn(4, 5, generator=g).requires_grad_(),
+                torch.randn(5, 2, generator=g).requires_grad_(), torch.randn(2, generator=g).requires_grad_()]
+
+    fast = BACKENDS[backend](torch.fx.symbolic_trace(fn), leaves())
+    for use_second in (False, True):
+        got, ref = leaves(), leaves()
+        for f, args in ((fast, got), (fn, ref)):
+            a, b = f(*args)
+            (a.sum() + (b.pow(2).sum() if use_second else 0)).backward()
+        assert_compiled(fast)
+        for g, r in zip(got, ref):
+            assert (g.grad is None) == (r.grad is None), (use_second, g.grad, r.grad)
+            if r.grad is not None:
+                torch.testing.assert_close(g.grad, r.grad)
+    got = leaves()
+    fast(*got)[1].sum().backward()  # only the second output: every input reached
+    assert all(t.grad is not None for t in got)
+
+
 def test_joint_trace_drops_decompositions_that_are_only_right_for_inference():
     """Torch's decomposition of CPU flash attention returns the attention weights where the op
     returns the logsumexp its backward kernel reads: with a table that holds it (as core aten's

@@ -105,7 +105,7 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
     bw = _run_compiler(config.bw_compiler, bw_gm)
     return CompiledPlan(
         gm, analysis, tensor_pos, traced.mutated_inputs, [], traced.num_fwd_outputs, fw, bw,
-        traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs,
+        traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs, traced.grad_tangents,
     )
 
 
