@@ -407,3 +407,53 @@ def test_outputs_without_a_gradient_get_no_materialized_zeros():
     with torch.profiler.profile() as prof:
         fast_model(inp).sum().backward()
     assert "aten::zeros" not in {e.key for e in prof.key_averages()}
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_inputs_reached_only_by_outputs_without_a_gradient_keep_none_grads(backend):
+    """Eager leaves ``.grad`` None on inputs that only outputs without a gradient depend on
+    (a model's pooler when only its hidden states feed the loss); the compiled backward, which
+    runs on zero tangents for those outputs, must not hand back zeros for them."""
+    def fn(x, w1, w2, b2):
+        h = x @ w1
+        return torch.tanh(h), h @ w2 + b2
+
+    def leaves():
+        g = torch.Generator().manual_seed(0)
+        return [torch.randn(3, 4, generator=g).requires_grad_(), torch.randn(4, 5, generator=g).requires_grad_(),
+                torch.randn(5, 2, generator=g).requires_grad_(), torch.randn(2, generator=g).requires_grad_()]
+
+    fast = BACKENDS[backend](torch.fx.symbolic_trace(fn), leaves())
+    for use_second in (False, True):
+        got, ref = leaves(), leaves()
+        for f, args in ((fast, got), (fn, ref)):
+            a, b = f(*args)
+            (a.sum() + (b.pow(2).sum() if use_second else 0)).backward()
+        assert_compiled(fast)
+        for g, r in zip(got, ref):
+            assert (g.grad is None) == (r.grad is None), (use_second, g.grad, r.grad)
+            if r.grad is not None:
+                torch.testing.assert_close(g.grad, r.grad)
+    got = leaves()
+    fast(*got)[1].sum().backward()  # only the second output: every input reached
+    assert all(t.grad is not None for t in got)
+
+
+def test_joint_trace_drops_decompositions_that_are_only_right_for_inference():
+    """Torch's decomposition of CPU flash attention returns the attention weights where the op
+    returns the logsumexp its backward kernel reads: with a table that holds it (as core aten's
+    does), the joint graph must keep the op, or every gradient through attention is wrong."""
+    from torch._decomp import core_aten_decompositions
+    backend = aot_autograd(lambda gm, _: gm.forward, decompositions=core_aten_decompositions())
+    for causal in (False, True):
+        def fn(q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        g = torch.Generator().manual_seed(0)
+        got = [torch.randn(2, 2, 5, 8, generator=g).requires_grad_() for _ in range(3)]
+        ref = [t.detach().clone().requires_grad_() for t in got]
+        fast = backend(torch.fx.symbolic_trace(fn), got)
+        weight = torch.randn(2, 2, 5, 8, generator=g)
+        (fast(*got) * weight).sum().backward()
+        (fn(*ref) * weight).sum().backward()
+        for a, b in zip(got, ref):
+            torch.testing.assert_close(a.grad, b.grad)

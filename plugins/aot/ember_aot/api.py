@@ -40,7 +40,7 @@ from torch._subclasses import FakeTensorMode
 
 from . import plan_cache
 from .analysis import analyze
-from .decompositions import DecompositionTable, with_required
+from .decompositions import DecompositionTable, for_joint, with_required
 from .errors import AOTUnsupported
 from .partition import min_cut_partition
 from .runtime import CompiledPlan, EagerPlan
@@ -96,7 +96,7 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
             gm, analysis, tensor_pos, traced.mutated_inputs, traced.inputs_mutated_in_graph,
             traced.num_fwd_outputs, fw,
         )
-    traced = trace_joint(gm, args, analysis, config.decompositions(), mode)
+    traced = trace_joint(gm, args, analysis, for_joint(config.decompositions()), mode)
     joint_inputs = _placeholder_vals(traced.gm)
     fw_gm, bw_gm = config.partition_fn(
         traced.gm, joint_inputs, num_fwd_outputs=traced.num_fwd_outputs
@@ -105,7 +105,7 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
     bw = _run_compiler(config.bw_compiler, bw_gm)
     return CompiledPlan(
         gm, analysis, tensor_pos, traced.mutated_inputs, [], traced.num_fwd_outputs, fw, bw,
-        traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs,
+        traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs, traced.grad_tangents,
     )
 
 

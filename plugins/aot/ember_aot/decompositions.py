@@ -7,6 +7,12 @@ partitioner can see and recompute them) and a few composite forward ops into sim
 Some decompositions are needed for *correctness*, not speed: ``aten.native_batch_norm`` mutates
 its running statistics without declaring it in its schema, so functionalization would silently
 drop the update. ``with_required`` adds those to any table a caller supplies.
+
+Others are only right for inference: a decomposition replaces the op in the forward, but the
+op's backward formula still reads the op's own saved outputs. Torch's decomposition of CPU
+flash attention returns the attention weights where the op returns the logsumexp its backward
+kernel reads, so a joint graph built with it computes wrong gradients. ``for_joint`` removes
+those from a table before a forward+backward trace.
 """
 from __future__ import annotations
 
@@ -22,6 +28,11 @@ DecompositionTable = dict[torch._ops.OperatorBase, Callable]
 # Ops whose decomposition is required for functionalization to see their mutations.
 _REQUIRED = [
     aten.native_batch_norm,
+]
+
+# Decompositions whose outputs differ from the op's where its backward reads them.
+_INFERENCE_ONLY = [
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
 ]
 
 _DEFAULT = [
@@ -68,3 +79,8 @@ def with_required(table: DecompositionTable | None) -> DecompositionTable:
     for op, fn in required_decompositions().items():
         merged.setdefault(op, fn)
     return merged
+
+
+def for_joint(table: DecompositionTable) -> DecompositionTable:
+    """``table`` without the decompositions that are only right for inference (see above)."""
+    return {op: fn for op, fn in table.items() if op not in _INFERENCE_ONLY}

@@ -78,7 +78,22 @@ class AOTFunction(torch.autograd.Function):
         out: list[torch.Tensor | None] = [None] * (len(plan.tensor_pos) + 1)
         for j, g in zip(plan.grad_inputs, results):
             out[j + 1] = g
+        if any(grads[i] is None for i in plan.diff_outputs):
+            _drop_unreached(out, plan, grads)
         return tuple(out)
+
+
+def _drop_unreached(out: list[torch.Tensor | None], plan: "CompiledPlan", grads: Sequence[Any]) -> None:
+    """Set to None the gradients computed only from outputs that got no gradient: eager autograd
+    never reaches those inputs and leaves their ``.grad`` None (optimizers skip such parameters;
+    a zero gradient would still move them through momentum and weight decay)."""
+    given = 0
+    for k, i in enumerate(plan.diff_outputs):
+        if grads[i] is not None:
+            given |= 1 << k
+    for j, mask in zip(plan.grad_inputs, plan.grad_tangents):
+        if mask and not mask & given:
+            out[j + 1] = None
 
 
 _DOUBLE_BACKWARD = (
@@ -115,6 +130,8 @@ class CompiledPlan:
     diff_outputs: list[int] = dataclasses.field(default_factory=list)
     tangent_layouts: list[TangentLayout] = dataclasses.field(default_factory=list)
     grad_inputs: list[int] = dataclasses.field(default_factory=list)
+    # per gradient: bit mask of the tangents (indices into diff_outputs) it is computed from
+    grad_tangents: list[int] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         diff = set(self.diff_outputs)

@@ -46,6 +46,7 @@ class TracedGraph:
     tangent_layouts: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]]
     grad_inputs: list[int]      # primal index of each gradient output
     inputs_mutated_in_graph: list[int] = dataclasses.field(default_factory=list)
+    grad_tangents: list[int] = dataclasses.field(default_factory=list)  # see _tangent_masks
 
 
 class _Calls:
@@ -150,7 +151,29 @@ def trace_joint(
     result.diff_outputs = [len(result.mutated_inputs) + k for k in diff]
     result.tangent_layouts = tangent_layouts
     result.grad_inputs = [j for j, keep in zip(wrt, grad_mask) if keep]
+    result.grad_tangents = _tangent_masks(result.gm, len(primals), result.num_fwd_outputs)
     return result
+
+
+def _tangent_masks(gm: torch.fx.GraphModule, num_primals: int, num_fwd_outputs: int) -> list[int]:
+    """For each gradient output of the joint graph, a bit mask of the tangents it is computed
+    from (bit k: the k-th tangent). Eager autograd leaves an input's ``.grad`` None when none of
+    the outputs it reaches got a gradient; the runtime uses these masks to do the same instead
+    of returning the zeros the graph computes from zero tangents."""
+    masks: dict[torch.fx.Node, int] = {}
+    placeholders = 0
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            k = placeholders - num_primals
+            masks[node] = 1 << k if k >= 0 else 0
+            placeholders += 1
+        elif node.op != "output":
+            mask = 0
+            for a in node.all_input_nodes:
+                mask |= masks[a]
+            masks[node] = mask
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    return [masks[g] if isinstance(g, torch.fx.Node) else 0 for g in output.args[0][num_fwd_outputs:]]
 
 
 def _tangent_stride(size: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:

@@ -168,19 +168,22 @@ class GraphLowering:
         op = op or node.target
         if op not in EXTERN_OPS:
             self.fallback_ops.append(str(op))
-        for a in node.all_input_nodes:  # inputs computed for this op get the layout eager gives them
-            value, traced = self.env.get(a), a.meta.get("val")
-            if isinstance(value, ir.Pointwise) and value._realized is None and isinstance(traced, torch.Tensor):
-                value.realize([int(s) for s in traced.stride()])
         schema = getattr(op, "_schema", None)
         mutates = bool(schema is not None and schema.is_mutable)
-        if mutates:
+        traced: dict[int, Any] = {}  # id(IR value) -> the fake tensor eager's kernel would get
+        for a in node.all_input_nodes:
+            traced.setdefault(id(self.env.get(a)), a.meta.get("val"))
+        if mutates:  # the kernel writes into its arguments: the buffers themselves, never copies
+            for value in (self.env.get(a) for a in node.all_input_nodes):
+                if isinstance(value, ir.Pointwise) and value._realized is None \
+                        and isinstance(traced[id(value)], torch.Tensor):
+                    value.realize([int(s) for s in traced[id(value)].stride()])
             self._realize_pending()
 
         def to_arg(a: Any) -> Any:
-            if isinstance(a, ir.IRNode):
-                return a.as_tensor_arg()
-            return a
+            if not isinstance(a, ir.IRNode):
+                return a
+            return a.as_tensor_arg() if mutates else _with_traced_layout(a, traced.get(id(a)))
         args = pytree.tree_map(to_arg, args, is_leaf=lambda a: isinstance(a, ir.IRNode))
         kwargs = pytree.tree_map(to_arg, kwargs, is_leaf=lambda a: isinstance(a, ir.IRNode))
         kernel = ir.ExternKernel(self._new_name("extern"), op, tuple(args), dict(kwargs), mutates=mutates)
@@ -225,6 +228,37 @@ class GraphLowering:
         if isinstance(value, (ir.Buffer, ir.ReinterpretView)):
             return value
         return value.realize(stride)
+
+
+def _with_traced_layout(value: ir.IRNode, traced: Any) -> ir.IRNode:
+    """``value`` as an extern kernel's argument, laid out with the strides of ``traced`` (the
+    fake tensor the aten graph recorded for it), which are the strides eager hands the kernel.
+
+    This is the layout contract of extern kernels: some aten kernels read their inputs assuming
+    a layout, and the strides of their outputs, which the wrapper was generated for, follow
+    their inputs' (a convolution fed NHWC data returns NHWC, CPU flash attention's output
+    follows its query). A lazy value is computed directly in those strides; a buffer already
+    laid out otherwise is copied. Strides that are not a dense layout cannot be given to a new
+    buffer: such a value is passed as it is."""
+    if not isinstance(traced, torch.Tensor) or traced.layout != torch.strided:
+        return value.as_tensor_arg()
+    size, stride = [int(s) for s in traced.shape], [int(s) for s in traced.stride()]
+    dense = indexing.is_dense(size, stride)
+    if isinstance(value, (ir.Pointwise, ir.View)) and value._realized is None:
+        view = value.as_strided() if isinstance(value, ir.View) else None
+        if view is not None and (not dense or _same_strides(view.layout, size, stride)):
+            return view
+        return value.realize(stride)
+    arg = value.as_tensor_arg()
+    if dense and not _same_strides(arg.layout, size, stride):
+        return ir.Pointwise(arg.get_size(), arg.get_dtype(), arg.make_loader()).realize(stride)
+    return arg
+
+
+def _same_strides(layout: ir.Layout, size: list[int], stride: list[int]) -> bool:
+    """Do ``layout``'s strides equal ``stride`` (dims of size 1 have no stride that matters)?"""
+    return [int(s) for s in layout.size] == size and all(
+        s == 1 or int(a) == b for s, a, b in zip(size, layout.stride, stride))
 
 
 def _bias_add_fuses(node: torch.fx.Node) -> bool:

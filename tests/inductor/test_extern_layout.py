@@ -1,0 +1,76 @@
+"""The layout contract of extern (aten) kernels, forward and backward through ``ember.compile``.
+
+An extern kernel gets its inputs with the strides eager gives it (those the aten graph's fake
+tensors recorded), and returns outputs with the strides the wrapper was generated for. Inputs
+here are transposed or permuted views of computed values, as in attention and NHWC code: before
+the contract the kernels got contiguous copies, returned other strides than their fakes, and the
+wrapper's first-call check sent the whole graph back to aten with a warning.
+"""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ember
+
+
+def _attention(q, k, v):
+    """Heads split by a view + transpose of computed values, merged back by a transpose."""
+    b, n, _ = q.shape
+    heads = lambda t: t.view(b, n, 2, 8).transpose(1, 2)  # noqa: E731
+    out = F.scaled_dot_product_attention(heads(q * 2), heads(k + 1), heads(v.tanh()), is_causal=True)
+    return out.transpose(1, 2).reshape(b, n, 16)
+
+
+def _sdpa(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _matmuls_and_rows(a, b, c, d, w, lw, lb):
+    """mm, bmm and linear on transposed/permuted operands; layer norm and sort of transposes."""
+    return (a.sin().t() @ b.cos().t(), torch.bmm((c * 2).permute(1, 0, 2), (d + 1).permute(1, 2, 0)),
+            F.linear((c * 2).permute(1, 0, 2), w), F.layer_norm((b * 2).t(), (4,), lw, lb),
+            torch.sort((a * 2).t(), 1)[0])
+
+
+def _nhwc(x, w, wt):
+    """Convolution (and its backward), transposed convolution and pooling of an NHWC view."""
+    x = (x * 2).permute(0, 3, 1, 2)
+    return F.conv2d(x, w, padding=1), F.conv_transpose2d(x.exp(), wt), F.max_pool2d(x, 2)
+
+
+CASES = {
+    "sdpa": (_sdpa, [(2, 2, 5, 8)] * 3),
+    "sdpa_transposed_heads": (_attention, [(2, 6, 16)] * 3),
+    "matmuls_and_rows": (_matmuls_and_rows, [(5, 3), (4, 5), (4, 3, 5), (6, 3, 5), (4, 5), (4,), (4,)]),
+    "nhwc": (_nhwc, [(2, 6, 6, 3), (4, 3, 3, 3), (3, 4, 3, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_extern_kernel_gets_eager_layouts(name, caplog):
+    fn, shapes = CASES[name]
+    g = torch.Generator().manual_seed(0)
+    values = [torch.randn(s, generator=g) for s in shapes]
+    got = [v.clone().requires_grad_() for v in values]
+    ref = [v.clone().requires_grad_() for v in values]
+    compiled = ember.compile(fn, backend="inductor", options={"eager_fallback": False})
+    with caplog.at_level(logging.WARNING, logger="ember.inductor"):
+        out = compiled(*got)
+    expected = fn(*ref)
+    assert "running this graph with aten" not in caplog.text, caplog.text
+    out, expected = (out, expected) if isinstance(expected, tuple) else ((out,), (expected,))
+    loss = ref_loss = 0
+    for o, e in zip(out, expected):
+        assert o.stride() == e.stride()
+        torch.testing.assert_close(o, e, rtol=1e-4, atol=1e-5)
+        weight = torch.randn(e.shape, generator=g)
+        loss, ref_loss = loss + (o * weight).sum(), ref_loss + (e * weight).sum()
+    loss.backward()
+    ref_loss.backward()
+    assert "running this graph with aten" not in caplog.text, caplog.text
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
