@@ -16,6 +16,7 @@ import torch
 import torch.fx
 
 from ..errors import Unsupported
+from . import global_state
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes
@@ -50,11 +51,14 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     saved_level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # errors on fakes become our Unsupported, not log spam
+    saved_state, saved_rng = global_state.snapshot(), global_state.rng_state()
     try:
-        with torch.set_grad_enabled(torch.is_grad_enabled()):  # restored whatever the code switched
-            return _capture(state, fn, f_locals, allow_breaks)
-    finally:
+        return _capture(state, fn, f_locals, allow_breaks)
+    finally:  # what the captured code switched is in the graph: the program's state is as it was
         fake_log.setLevel(saved_level)
+        saved_state.restore()
+        if not torch.equal(global_state.rng_state(), saved_rng):
+            torch.random.set_rng_state(saved_rng)
 
 
 def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool) -> Capture:
