@@ -164,10 +164,11 @@ class CompiledFunction:
 
     def resume_function(self, request: ResumeRequest) -> Callable:
         """The compiled resume function for a break point, made once per break point."""
-        key = (request.offset, request.layout, request.local_names)
+        key = (request.offset, request.layout, request.local_names, request.opaque_locals)
         wrapper = self.resumes.get(key)
         if wrapper is None:
-            fn = make_resume_function(self.fn, request.offset, request.layout, request.local_names)
+            fn = make_resume_function(self.fn, request.offset, request.layout, request.local_names,
+                                      request.opaque_locals)
             child = CompiledFunction(fn, self.backend, fullgraph=False)
             child.parent = self
             wrapper = self.resumes[key] = make_wrapper(child)
