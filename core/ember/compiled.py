@@ -146,7 +146,12 @@ class CompiledFunction:
         if cap.resumes:
             namespace["___callee"] = self.callee
             for request in cap.resumes:
-                namespace[request.const_name] = self.resume_function(request)
+                try:
+                    namespace[request.const_name] = self.resume_function(request)
+                except ValueError as exc:  # a code object ember cannot rewrite: run it as it is
+                    error = Unsupported(f"cannot make a resume function: {exc}")
+                    error.guards = cap.guards
+                    return self._fallback_entry(error)
         runner = make_runner(compiled, cap.tail, namespace)
         guard, reasons = cap.guards.compile(cap.input_sources)
         if log_guards.isEnabledFor(logging.INFO):

@@ -249,7 +249,12 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         emit("    ___exit = ___ctx.__exit__")
         emit("    ___r = ___ctx.__enter__()")
         w.slots.append((OPAQUE, "___exit"))
-        return _resume_after(w, next_offset, (OPAQUE, "___r"))
+        # the context itself (a new object on every call) is passed along unread; another
+        # value (``with f() as v``) is an input of the resume function like any other
+        w.slots.append((OPAQUE, "___r"))
+        w.finish.append(f"    if ___r is ___ctx:\n        return {w.resume_call(next_offset)}")
+        w.slots[-1] = (VALUE, "___r")
+        return _resume_after(w, next_offset, None)
     elif op == "GET_ITER":
         (a,) = w.pop()
         emit(f"    ___r = list({value(a)})")

@@ -47,6 +47,9 @@ class ModelledContext(Var):
 
     spec: ContextSpec
 
+    def python_type(self) -> type:
+        return self.spec.factory
+
     def enter(self, frame: "Frame") -> "ContextExit":
         raise NotImplementedError
 

@@ -67,6 +67,62 @@ add("exception_leaves_no_grad_block", raises_in_no_grad, [(t(3).requires_grad_()
     breaks="ValueError")
 
 
+def print_inside_no_grad(x):
+    y = x * 2
+    with torch.no_grad():
+        z = y * 3
+        print("corpus print inside no_grad", torch.is_grad_enabled())
+        z = z + y
+    return z + x, z.requires_grad
+
+
+add("break_inside_no_grad", print_inside_no_grad, [(t(3).requires_grad_(),), (t(3),)], breaks="print")
+
+
+def branch_inside_enable_grad(x):
+    with torch.no_grad():
+        with torch.enable_grad():
+            y = x * 2
+            if y.sum() > 0:
+                y = y + 1
+        z = y * 3
+    return z, z.requires_grad, y.requires_grad
+
+
+add("data_dependent_branch_inside_nested_blocks", branch_inside_enable_grad,
+    [(t(3, seed=1).requires_grad_(),), (-t(3, seed=1).requires_grad_(),)], breaks="data-dependent")
+
+
+def item_inside_autocast(x, w):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x @ w
+        scale = y.float().abs().max().item()
+        z = (y @ w) / scale
+    return z.float(), z.dtype
+
+
+add("item_inside_autocast", item_inside_autocast, [(t(4, 4), t(4, 4, seed=2))], breaks="item")
+
+
+def print_inside_try_finally(x, log):
+    y = x * 2
+    try:
+        log.append("try")
+        print("corpus print inside try")
+        if y.shape[0] == 3:
+            raise KeyError("after the break")
+        y = y + 1
+    except KeyError as e:
+        log.append(str(e))
+        y = y - 1
+    finally:
+        log.append("finally")
+    return y
+
+
+add("break_inside_try_except_finally", print_inside_try_finally, [(t(3), []), (t(2), [])], breaks="print")
+
+
 @pytest.mark.parametrize("case", params(CASES))
 def test_contexts(case):
     run_case(case)
