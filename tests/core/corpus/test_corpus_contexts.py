@@ -67,6 +67,16 @@ add("exception_leaves_no_grad_block", raises_in_no_grad, [(t(3).requires_grad_()
     breaks="ValueError")
 
 
+def lookup_in_no_grad(table, ids):
+    with torch.no_grad():
+        y = torch.nn.functional.embedding(ids, table) * 2  # raises at run time on a bad id
+    return y + table.sum()
+
+
+add("graph_raises_inside_no_grad", lookup_in_no_grad,
+    [(t(5, 3).requires_grad_(), torch.tensor([0, 4])), (t(5, 3).requires_grad_(), torch.tensor([0, 9]))], 1)
+
+
 def print_inside_no_grad(x):
     y = x * 2
     with torch.no_grad():
