@@ -26,7 +26,7 @@ from .exceptions import handler_for
 from .output import OutputBuilder
 from .resume import EXC, ITER, NULL_SLOT, OPAQUE, VALUE, SlotKind
 from .torch_ops import BINARY_OPS, COMPARE_OPS
-from .values import NULL, IteratorVar, Var
+from .values import NULL, ConstVar, IteratorVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame, Snapshot
@@ -140,20 +140,19 @@ class _Writer:
                     if isinstance(kind, ContextSpec)]
         native = []
         for name, spec in contexts:  # outermost first
-            args = ", ".join(self.out.consts.name(a, "a") if not _literal(a) else repr(a) for a in spec.args)
+            args = ", ".join(self.out.expr(ConstVar(a)) for a in spec.args)
             native.append(f"    {name} = {self.out.consts.name(spec.factory, 'ctx')}({args})")
             native.append(f"    {name}.__enter__()")
         native.append("    try:")
         native += ["    " + line for line in self.lines]
         native += ["    except BaseException as ___e:", "        ___exc = ___e", "    else:", "        ___exc = None"]
         native += [f"    {name}.__exit__(None, None, None)" for name, _ in reversed(contexts)]
+        # the handler's stack: the block's slots, the "last instruction" Python pushes for
+        # RERAISE (any index of the resume code: it only places the traceback), the exception
+        # (raised, so it has the traceback that 3.11's WITH_EXCEPT_START needs)
         handler_slots = self.initial_slots[:entry.depth] + ([(VALUE, "0")] if entry.lasti else []) + [(EXC, "___exc")]
         native += ["    if ___exc is not None:", f"        return {self.resume_call(entry.target, handler_slots)}"]
         return BreakPlan(self.prefix, native + self.finish, self.resumes)
-
-
-def _literal(value: object) -> bool:
-    return type(value) in (bool, int, float, str, type(None))
 
 
 def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str) -> BreakPlan:

@@ -38,10 +38,6 @@ class GlobalState:
         if torch.get_default_device() != self.device:
             torch.set_default_device(self.device)
 
-    def differences(self, other: "GlobalState") -> list[str]:
-        """Names of the fields that differ between the two snapshots."""
-        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != getattr(other, f.name)]
-
 
 def snapshot() -> GlobalState:
     """The current global state (the random generator is handled by :func:`rng_state`)."""
