@@ -1,7 +1,8 @@
 """Context managers inside captured code.
 
 Modelled ones are torch's grad-mode switches (``no_grad``, ``enable_grad``,
-``set_grad_enabled``) and ``record_function``. Entering a grad-mode context changes the grad
+``set_grad_enabled``), ``autocast`` (switched in the graph the same way) and
+``record_function``. Entering a grad-mode context changes the grad
 mode used while capturing (so fake tensors get the right ``requires_grad``) and records
 ``torch._C._set_grad_enabled`` in the graph, so the compiled code switches modes at the same
 points as eager; leaving restores the previous mode the same way. ``record_function`` only
@@ -85,6 +86,50 @@ class RecordFunctionContext(ModelledContext):
         return None
 
 
+class AutocastContext(ModelledContext):
+    """``torch.autocast(...)``: the graph switches autocast where eager does (fake tensors are
+    made under the same switch, so their dtypes are autocast's)."""
+
+    def __init__(self, spec: ContextSpec) -> None:
+        self.spec = spec
+        self.device, dtype, enabled, cache = spec.args
+        self.state = (enabled, dtype, cache)
+
+    def enter(self, frame: "Frame") -> "ContextExit":
+        device = self.device
+        previous = (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device),
+                    torch.is_autocast_cache_enabled())
+        _switch_autocast(frame, autocast_enter, device, self.state)
+        return ContextExit(self, previous)
+
+    def exit(self, frame: "Frame", exit_var: "ContextExit") -> None:
+        _switch_autocast(frame, autocast_exit, self.device, exit_var.previous)
+
+
+def autocast_enter(device: str, enabled: bool, dtype: torch.dtype, cache: bool) -> None:
+    """What ``torch.autocast.__enter__`` does, as one graph node."""
+    _set_autocast(device, enabled, dtype, cache)
+    torch.autocast_increment_nesting()
+
+
+def autocast_exit(device: str, enabled: bool, dtype: torch.dtype, cache: bool) -> None:
+    """What ``torch.autocast.__exit__`` does (back to the given state), as one graph node."""
+    if torch.autocast_decrement_nesting() == 0:
+        torch.clear_autocast_cache()
+    _set_autocast(device, enabled, dtype, cache)
+
+
+def _set_autocast(device: str, enabled: bool, dtype: torch.dtype, cache: bool) -> None:
+    torch.set_autocast_enabled(device, enabled)
+    torch.set_autocast_dtype(device, dtype)
+    torch.set_autocast_cache_enabled(cache)
+
+
+def _switch_autocast(frame: "Frame", target: Any, device: str, state: tuple) -> None:
+    _set_autocast(device, *state)  # for the capture (its nesting count is left alone)
+    frame.state.graph.graph.call_function(target, (device, *state)).meta["mutates"] = True
+
+
 class ContextExit(Var):
     """The ``__exit__`` a ``with`` block over a modelled context leaves on the stack."""
 
@@ -114,6 +159,10 @@ def make_context(frame: "Frame", fn: object, args: list[Var], kwargs: dict[str, 
         names = ("name", "args")[len(values):]
         values += [as_const(frame, kwargs[n], "record_function's arguments") if n in kwargs else None for n in names]
         return RecordFunctionContext(ContextSpec(fn, tuple(values)))
+    if fn is torch.autocast:  # made for real: it checks its arguments and picks the dtype
+        real = torch.autocast(*[as_const(frame, a, "autocast's arguments") for a in args],
+                              **{k: as_const(frame, v, "autocast's arguments") for k, v in kwargs.items()})
+        return AutocastContext(ContextSpec(fn, (real.device, real.fast_dtype, real._enabled, real._cache_enabled)))
     if kwargs:
         frame.fail(f"{getattr(fn, '__name__', fn)} with keyword arguments")
     if fn is torch.no_grad:
@@ -129,7 +178,7 @@ def make_context(frame: "Frame", fn: object, args: list[Var], kwargs: dict[str, 
 def enter(frame: "Frame", ctx: ModelledContext) -> tuple[Var, Var]:
     """``BEFORE_WITH``: the ``__exit__`` to push and what ``__enter__`` returned."""
     exit_var = ctx.enter(frame)
-    return exit_var, (ctx if isinstance(ctx, RecordFunctionContext) else ConstVar(None))
+    return exit_var, (ConstVar(None) if isinstance(ctx, GradModeContext) else ctx)
 
 
 def exit_(frame: "Frame", exit_var: ContextExit) -> Var:
@@ -145,4 +194,5 @@ def close_open_blocks(frame: "Frame", stack: list[Var]) -> None:
             exit_(frame, var)
 
 
-CONTEXT_FACTORIES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.autograd.profiler.record_function)
+CONTEXT_FACTORIES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.autograd.profiler.record_function,
+                     torch.autocast)
