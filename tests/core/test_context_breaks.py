@@ -9,6 +9,7 @@ function eagerly.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import warnings
 
@@ -245,3 +246,30 @@ def test_bert_eval_under_no_grad_inside_the_compiled_function():
     mask = torch.ones(2, 7, dtype=torch.long)
     mask[1, 5:] = 0
     check(evaluate, model, ids, mask, min_graphs=2)
+
+
+def test_objects_made_at_a_break_do_not_recompile():
+    def fn(x):
+        y = x * 2
+        with io.StringIO("12") as fh:  # entered in Python; fh and its methods are new every call
+            n = int(fh.read())
+            y = y * n
+        with user_ctx("v") as tag:
+            y = y + len(tag)
+        return y + 1
+
+    backend = CountingBackend()
+    compiled = ember.compile(fn, backend=backend)
+    for i in range(4):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.testing.assert_close(compiled(torch.ones(3)), fn(torch.ones(3)))
+        assert not [str(w.message) for w in caught if str(w.message).startswith("ember:")]
+        if i == 0:
+            first = backend.count, entries(compiled.__ember__)
+    assert (backend.count, entries(compiled.__ember__)) == first and first[0] > 0
+
+
+def entries(cf) -> int:
+    """Cache entries of a compiled function and of its resume functions (one per compile)."""
+    return len(cf.entries) + sum(entries(r.__ember__) for r in cf.resumes.values())

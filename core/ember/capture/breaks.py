@@ -224,6 +224,8 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         method = op == "LOAD_METHOD" or (ins.arg is not None and ins.arg & 1 and _py312())
         if method:
             w.slots.append((NULL_SLOT, ""))
+        if obj[0] == OPAQUE:  # a method of a value made at a break is new on every call too
+            return _resume_after(w, next_offset, (OPAQUE, "___r"))
     elif op == "BINARY_SUBSCR":
         index, obj = w.pop(), w.pop()
         emit(f"    ___r = {value(obj[0])}[{value(index[0])}]")
