@@ -141,7 +141,7 @@ class CompiledFunction:
         if gm is not None:
             if log_graph.isEnabledFor(logging.INFO):
                 log_graph.info("graph of %s:\n%s", self.name, gm.print_readable(print_output=False))
-            compiled = self.backend.compile(gm, cap.example_inputs)
+            compiled = _restore_grad_mode_on_error(self.backend.compile(gm, cap.example_inputs), gm)
         what = "resume function"
         try:
             namespace = dict(cap.consts.values)
@@ -170,10 +170,11 @@ class CompiledFunction:
 
     def resume_function(self, request: ResumeRequest) -> Callable:
         """The compiled resume function for a break point, made once per break point."""
-        key = (request.offset, request.layout, request.local_names)
+        key = (request.offset, request.layout, request.local_names, request.opaque_locals)
         wrapper = self.resumes.get(key)
         if wrapper is None:
-            fn = make_resume_function(self.fn, request.offset, request.layout, request.local_names)
+            fn = make_resume_function(self.fn, request.offset, request.layout, request.local_names,
+                                      request.opaque_locals)
             child = CompiledFunction(fn, self.backend, fullgraph=False)
             child.parent = self
             wrapper = self.resumes[key] = make_wrapper(child)
@@ -252,6 +253,23 @@ class BackendChoice:
             )
             log_fallback.info("backend %s failed", self.name, exc_info=True)
             return gm.forward
+
+
+def _restore_grad_mode_on_error(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
+    """A graph that switches grad mode (a ``no_grad`` block) and raises half-way (an index out
+    of range) leaves the mode as the with-blocks' ``__exit__`` would in eager: as it found it."""
+    if not any(n.target is torch._C._set_grad_enabled for n in gm.graph.nodes):
+        return compiled
+
+    def run(*inputs: Any) -> Any:
+        grad = torch.is_grad_enabled()
+        try:
+            return compiled(*inputs)
+        except BaseException:
+            torch._C._set_grad_enabled(grad)
+            raise
+
+    return run
 
 
 def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = False) -> Callable:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import ember
-from core_helpers import CountingBackend, expect_fallback, no_fallback
+from core_helpers import CountingBackend, no_fallback
 
 
 def bar(a, b):
@@ -49,17 +49,20 @@ def test_data_dependent_branch_gives_eager_results():
     assert backend.count == 2  # x.sum() < 0, then -y on one branch (y alone needs no graph)
 
 
-def test_unsupported_construct_inside_try_falls_back_with_reason():
+def test_graph_break_inside_try_block_keeps_capturing():
     def f(x):
+        y = x * 2
         try:
             print("in try")
-            return x + 1
+            return y + 1
         except ValueError:
             return x
 
-    opt = ember.compile(f, backend="eager")
-    with expect_fallback("try/with block"):
-        torch.testing.assert_close(opt(torch.ones(2)), torch.full((2,), 2.0))
+    backend = CountingBackend()
+    opt = ember.compile(f, backend=backend)
+    with no_fallback():
+        torch.testing.assert_close(opt(torch.ones(2)), torch.full((2,), 3.0))
+    assert backend.count == 2
 
 
 def test_fullgraph_error_names_file_line_and_reason():

@@ -16,12 +16,15 @@ import torch
 import torch.fx
 
 from ..errors import GeneratedCodeFailed, Unsupported
+from . import contexts, global_state
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes
 from .output import OutputBuilder
-from .sources import Constants, DictEntrySource, Source
+from .resume import ARG_KINDS, OPAQUE
+from .sources import Constants, DictEntrySource, LocalSource, Source
 from .state import CaptureState
+from .values import ConstVar
 
 
 @dataclasses.dataclass
@@ -50,11 +53,14 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     saved_level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # errors on fakes become our Unsupported, not log spam
+    saved_state, saved_rng = global_state.snapshot(), global_state.rng_state()
     try:
-        with torch.set_grad_enabled(torch.is_grad_enabled()):  # restored whatever the code switched
-            return _capture(state, fn, f_locals, allow_breaks)
-    finally:
+        return _capture(state, fn, f_locals, allow_breaks)
+    finally:  # what the captured code switched is in the graph: the program's state is as it was
         fake_log.setLevel(saved_level)
+        saved_state.restore()
+        if not torch.equal(global_state.rng_state(), saved_rng):
+            torch.random.set_rng_state(saved_rng)
 
 
 def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool) -> Capture:
@@ -64,7 +70,9 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         exc.guards = state.guards
         raise exc
     closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
-    frame = Frame(state, code, fn.__globals__, {}, closure, lazy_args=f_locals, is_root=True)
+    special = _special_arguments(state, fn, f_locals)
+    lazy = {k: v for k, v in f_locals.items() if k not in special}
+    frame = Frame(state, code, fn.__globals__, special, closure, lazy_args=lazy, is_root=True)
     builder = OutputBuilder(state.graph, state.guards.consts)
     resumes: list[ResumeRequest] = []
     reason: Unsupported | None = None
@@ -82,6 +90,8 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         state.rollback()
         state.side_effects = frame.snapshot.side_effects
         _truncate(state.graph.graph, frame.snapshot.last_node)
+        torch._C._set_grad_enabled(frame.snapshot.grad)
+        contexts.close_open_blocks(frame, frame.snapshot.stack)
         builder = OutputBuilder(state.graph, state.guards.consts)
         index = frame.snapshot.instr.index
         next_offset = frame.instrs[index + 1].offset if index + 1 < len(frame.instrs) else -1
@@ -90,15 +100,24 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         except Unsupported as inner:
             exc.no_break_reason = str(inner)
             raise exc from inner
-        replay = state.side_effects.replay_lines(builder)
-        tail, resumes, reason = _before_native_step(plan.lines, replay), plan.resumes, exc
+        replay = state.side_effects.replay_lines(builder)  # after the stack is rebuilt, before the step
+        tail, resumes, reason = plan.prefix + replay + plan.native, plan.resumes, exc
     return _finish(state, builder, tail, resumes, reason)
 
 
-def _before_native_step(lines: list[str], replay: list[str]) -> list[str]:
-    """Insert the side-effect replay after the stack is rebuilt, before the native step."""
-    split = next((i for i, line in enumerate(lines) if not line.startswith(("    ___s", "    ___b"))), len(lines))
-    return lines[:split] + replay + lines[split:]
+def _special_arguments(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, Any]) -> dict[str, Any]:
+    """A resume function's arguments that the capture must not read as inputs: values made in
+    Python at a break, passed along unread, and an exception for a handler (guarded on type)."""
+    result: dict[str, Any] = {}
+    for name, kind in getattr(fn, ARG_KINDS, {}).items():
+        if name not in f_locals:
+            continue
+        if kind == OPAQUE:
+            result[name] = contexts.Opaque(LocalSource(name))
+        else:
+            state.guards.type_match(LocalSource(name), f_locals[name])
+            result[name] = ConstVar(f_locals[name], LocalSource(name))
+    return result
 
 
 def _truncate(graph: torch.fx.Graph, last_node: torch.fx.Node | None) -> None:

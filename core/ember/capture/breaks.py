@@ -6,6 +6,13 @@ captured so far, rebuilds the stack and the live locals from its outputs, perfor
 breaking instruction natively (a call, a branch on a tensor, an attribute store...), and
 returns what the resume function returns. When the break happened inside an inlined call,
 the break is at the call site and the callee runs through ember's compile on its own.
+
+Inside ``with`` and ``try`` blocks (as torch.compile does): the graph closes the modelled
+contexts still open (``contexts.close_open_blocks``), the runner enters new ones around the
+native step and leaves them after it, and the resume function enters them again (its
+prologue) inside the original blocks (its body keeps the exception table). When the native
+step raises, the runner calls a resume function that starts at the instruction's handler, with
+the exception, so ``except``/``finally`` and ``__exit__`` run as in Python.
 """
 from __future__ import annotations
 
@@ -14,10 +21,12 @@ from typing import TYPE_CHECKING
 
 from ..errors import Unsupported
 from .compat import Instr
+from .contexts import ContextExit, ContextSpec, Opaque
+from .exceptions import handler_for
 from .output import OutputBuilder
-from .resume import ITER, NULL_SLOT, VALUE, in_exception_range
+from .resume import EXC, ITER, NULL_SLOT, OPAQUE, VALUE, SlotKind
 from .torch_ops import BINARY_OPS, COMPARE_OPS
-from .values import NULL, IteratorVar, Var
+from .values import NULL, ConstVar, IteratorVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame, Snapshot
@@ -33,18 +42,20 @@ class ResumeRequest:
     """A resume point the runtime must turn into a compiled resume function."""
 
     offset: int
-    layout: tuple[str, ...]
+    layout: tuple[SlotKind, ...]
     local_names: tuple[str, ...]
     const_name: str  # how the runner refers to the compiled resume function
+    opaque_locals: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
 class BreakPlan:
-    """The Python lines that finish an entry after the graph, and the resumes they call."""
+    """The Python lines that finish an entry after the graph, and the resumes they call:
+    ``prefix`` rebuilds the stack, ``native`` runs the instruction and calls a resume."""
 
-    lines: list[str]
+    prefix: list[str]
+    native: list[str]
     resumes: list[ResumeRequest]
-    reason: str
 
 
 def can_break(frame: "Frame", exc: Unsupported) -> str | None:
@@ -57,8 +68,8 @@ def can_break(frame: "Frame", exc: Unsupported) -> str | None:
         return f"cannot break at a {ins.opname} instruction"
     if frame.code.co_cellvars:
         return "cannot break in a function whose variables are captured by inner functions"
-    if in_exception_range(frame.code, ins.offset):
-        return "cannot break inside a try/with block"
+    if snap.handled is not None:
+        return "cannot break inside an except or finally handler"
     return None
 
 
@@ -70,29 +81,39 @@ class _Writer:
         self.snap = snap
         self.out = out
         self.callee = callee
-        self.lines: list[str] = []
+        self.prefix: list[str] = []  # rebuilds the stack
+        self.lines: list[str] = []  # the native step (runs inside the open blocks)
+        self.finish: list[str] = []  # returns what a resume function returns
         self.resumes: list[ResumeRequest] = []
-        self.slots: list[tuple[str, str]] = []  # (kind, expression) per stack slot
+        self.slots: list[tuple[SlotKind, str]] = []  # (kind, expression) per stack slot
         # a container on the stack and in a local (or twice anywhere) stays one object
-        self.lines += out.share([*snap.stack, *snap.locals.values(), *snap.side_effects.values()])
+        self.prefix += out.share([*snap.stack, *snap.locals.values(), *snap.side_effects.values()])
         for i, var in enumerate(snap.stack):
             self.slots.append(self._slot(i, var))
+        self.initial_slots = list(self.slots)
         self.local_exprs: dict[str, str] = {}
+        self.opaque_locals: list[str] = []
         for name, var in sorted(snap.locals.items()):
             if var is NULL:
                 continue
             self.local_exprs[name] = self.out.expr(var)
+            if isinstance(var, Opaque):
+                self.opaque_locals.append(name)
         for name in sorted(snap.lazy_args):
             self.local_exprs[name] = f"L[{name!r}]"
 
-    def _slot(self, i: int, var: Var) -> tuple[str, str]:
+    def _slot(self, i: int, var: Var) -> tuple[SlotKind, str]:
         if var is NULL:
             return NULL_SLOT, ""
+        if isinstance(var, ContextExit):  # entered again by the runner and the resume
+            return var.ctx.spec, ""
+        if isinstance(var, Opaque):
+            return OPAQUE, self.out.expr(var)
         if isinstance(var, IteratorVar):
             items = ", ".join(self.out.expr(v) for v in var.items[var.index:])
-            self.lines.append(f"    ___s{i} = [{items}]")
+            self.prefix.append(f"    ___s{i} = [{items}]")
             return ITER, f"___s{i}"
-        self.lines.append(f"    ___s{i} = {self.out.expr(var)}")
+        self.prefix.append(f"    ___s{i} = {self.out.expr(var)}")
         return VALUE, f"___s{i}"
 
     def pop(self, n: int = 1) -> list[tuple[str, str]]:
@@ -100,13 +121,38 @@ class _Writer:
         del self.slots[len(self.slots) - n:]
         return taken
 
-    def resume_call(self, offset: int) -> str:
-        layout = tuple(kind for kind, _ in self.slots)
+    def resume_call(self, offset: int, slots: list[tuple[SlotKind, str]] | None = None) -> str:
+        slots = self.slots if slots is None else slots
+        layout = tuple(kind for kind, _ in slots)
         names = tuple(self.local_exprs)
         const = f"___resume{len(self.resumes)}"
-        self.resumes.append(ResumeRequest(offset, layout, names, const))
-        args = [expr for kind, expr in self.slots if kind != NULL_SLOT] + [self.local_exprs[n] for n in names]
+        self.resumes.append(ResumeRequest(offset, layout, names, const, tuple(self.opaque_locals)))
+        args = [expr for kind, expr in slots if kind != NULL_SLOT and not isinstance(kind, ContextSpec)]
+        args += [self.local_exprs[n] for n in names]
         return f"{const}({', '.join(args)})"
+
+    def assemble(self) -> BreakPlan:
+        """Wrap the native step in the blocks it is inside (see the module docstring)."""
+        entry = handler_for(self.frame.code, self.snap.instr.offset)
+        if entry is None:
+            return BreakPlan(self.prefix, self.lines + self.finish, self.resumes)
+        contexts = [(f"___c{i}", kind) for i, (kind, _) in enumerate(self.initial_slots)
+                    if isinstance(kind, ContextSpec)]
+        native = []
+        for name, spec in contexts:  # outermost first
+            args = ", ".join(self.out.expr(ConstVar(a)) for a in spec.args)
+            native.append(f"    {name} = {self.out.consts.name(spec.factory, 'ctx')}({args})")
+            native.append(f"    {name}.__enter__()")
+        native.append("    try:")
+        native += ["    " + line for line in self.lines]
+        native += ["    except BaseException as ___e:", "        ___exc = ___e", "    else:", "        ___exc = None"]
+        native += [f"    {name}.__exit__(None, None, None)" for name, _ in reversed(contexts)]
+        # the handler's stack: the block's slots, the "last instruction" Python pushes for
+        # RERAISE (any index of the resume code: it only places the traceback), the exception
+        # (raised, so it has the traceback that 3.11's WITH_EXCEPT_START needs)
+        handler_slots = self.initial_slots[:entry.depth] + ([(VALUE, "0")] if entry.lasti else []) + [(EXC, "___exc")]
+        native += ["    if ___exc is not None:", f"        return {self.resume_call(entry.target, handler_slots)}"]
+        return BreakPlan(self.prefix, native + self.finish, self.resumes)
 
 
 def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str) -> BreakPlan:
@@ -118,7 +164,7 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
     op = ins.opname
     emit = w.lines.append
 
-    def value(slot: tuple[str, str]) -> str:
+    def value(slot: tuple[SlotKind, str]) -> str:
         kind, expr = slot
         if kind == NULL_SLOT:
             raise Unsupported("a NULL stack slot where a value is needed")
@@ -126,12 +172,13 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
 
     if op in _JUMPS:
         (cond,) = w.pop()
-        test = {"POP_JUMP_IF_FALSE": "not ({})", "POP_JUMP_IF_TRUE": "{}",
+        test = {"POP_JUMP_IF_FALSE": "not ({})", "POP_JUMP_IF_TRUE": "bool({})",
                 "POP_JUMP_IF_NONE": "({}) is None", "POP_JUMP_IF_NOT_NONE": "({}) is not None"}[op]
-        emit(f"    if {test.format(value(cond))}:")
-        emit(f"        return {w.resume_call(ins.argval)}")
-        emit(f"    return {w.resume_call(next_offset)}")
-        return BreakPlan(w.lines, w.resumes, "")
+        emit(f"    ___go = {test.format(value(cond))}")
+        w.finish.append("    if ___go:")
+        w.finish.append(f"        return {w.resume_call(ins.argval)}")
+        w.finish.append(f"    return {w.resume_call(next_offset)}")
+        return w.assemble()
     if op == "CALL":
         argc = ins.arg
         taken = w.pop(argc + 2)
@@ -142,7 +189,11 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         kw = snap.kw_names
         positional = arg_exprs[: len(arg_exprs) - len(kw)]
         keywords = [f"{k}={v}" for k, v in zip(kw, arg_exprs[len(arg_exprs) - len(kw):])]
-        emit(f"    ___r = {callee}({value(fn)})({', '.join(positional + keywords)})")
+        call = value(fn) if fn[0] == OPAQUE else f"{callee}({value(fn)})"  # an __exit__ runs as it is
+        emit(f"    ___r = {call}({', '.join(positional + keywords)})")
+        following = frame.instrs[ins.index + 1] if ins.index + 1 < len(frame.instrs) else None
+        if following is not None and following.opname == "BEFORE_WITH":  # a context, entered next
+            return _resume_after(w, next_offset, (OPAQUE, "___r"))
     elif op == "CALL_FUNCTION_EX":
         kwargs = w.pop()[0] if ins.arg & 1 else None
         (args,) = w.pop()
@@ -173,6 +224,8 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         method = op == "LOAD_METHOD" or (ins.arg is not None and ins.arg & 1 and _py312())
         if method:
             w.slots.append((NULL_SLOT, ""))
+        if obj[0] == OPAQUE:  # a method of a value made at a break is new on every call too
+            return _resume_after(w, next_offset, (OPAQUE, "___r"))
     elif op == "BINARY_SUBSCR":
         index, obj = w.pop(), w.pop()
         emit(f"    ___r = {value(obj[0])}[{value(index[0])}]")
@@ -196,7 +249,13 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         emit(f"    ___ctx = {value(ctx)}")
         emit("    ___exit = ___ctx.__exit__")
         emit("    ___r = ___ctx.__enter__()")
-        w.slots.append((VALUE, "___exit"))
+        w.slots.append((OPAQUE, "___exit"))
+        # the context itself (a new object on every call) is passed along unread; another
+        # value (``with f() as v``) is an input of the resume function like any other
+        w.slots.append((OPAQUE, "___r"))
+        w.finish.append(f"    if ___r is ___ctx:\n        return {w.resume_call(next_offset)}")
+        w.slots[-1] = (VALUE, "___r")
+        return _resume_after(w, next_offset, None)
     elif op == "GET_ITER":
         (a,) = w.pop()
         emit(f"    ___r = list({value(a)})")
@@ -206,11 +265,11 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
     return _resume_after(w, next_offset, (VALUE, "___r"))
 
 
-def _resume_after(w: _Writer, offset: int, pushed: tuple[str, str] | None) -> BreakPlan:
+def _resume_after(w: _Writer, offset: int, pushed: tuple[SlotKind, str] | None) -> BreakPlan:
     if pushed is not None:
         w.slots.append(pushed)
-    w.lines.append(f"    return {w.resume_call(offset)}")
-    return BreakPlan(w.lines, w.resumes, "")
+    w.finish.append(f"    return {w.resume_call(offset)}")
+    return w.assemble()
 
 
 def _py312() -> bool:

@@ -59,6 +59,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         frame.fail("calling super() directly")
     if isinstance(fn, contexts.ContextExit):
         return contexts.exit_(frame, fn)
+    if isinstance(fn, contexts.Opaque):
+        frame.fail("calling a value made in Python at a graph break (a context manager's __exit__)")
     if not isinstance(fn, ConstVar):
         frame.fail(f"calling a {type(fn).__name__} is not supported")
     value = fn.value
@@ -71,7 +73,7 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
     if _is_torch_module_class(value):
         return _construct_torch_module(frame, value, args, kwargs)
     if value in contexts.CONTEXT_FACTORIES:
-        return contexts.make_context(frame, value, args)
+        return contexts.make_context(frame, value, args, kwargs)
     handler = _builtin_handler(value)
     if handler is not None:
         return handler(frame, args, kwargs)

@@ -61,3 +61,12 @@ def method_bit_load_attr(ins: Instr) -> bool:
 
 def compare_op(ins: Instr) -> str:
     return ins.argval if isinstance(ins.argval, str) else dis.cmp_op[ins.arg >> 4 if PY312 else ins.arg]
+
+
+def call_instrs(argc: int, lineno: int) -> list[Any]:
+    """``bytecode`` instructions that call ``callable(*argc args)`` pushed after a NULL."""
+    from bytecode import Instr as BInstr
+
+    if PY312:
+        return [BInstr("CALL", argc, lineno=lineno)]
+    return [BInstr("PRECALL", argc, lineno=lineno), BInstr("CALL", argc, lineno=lineno)]

@@ -16,6 +16,8 @@ import linecache
 import types
 from typing import Any
 
+import torch
+
 from ..errors import Unsupported
 from . import calls, exceptions, ops
 from .attrs import load_attr, store_attr
@@ -40,6 +42,8 @@ class Snapshot:
     kw_names: tuple[str, ...]
     last_node: Any
     side_effects: Any
+    grad: bool  # the grad mode the capture runs in before the instruction
+    handled: Any  # the exception being handled (inside an except or finally block), or None
 
 
 class _Return(Exception):
@@ -131,7 +135,8 @@ class Frame:
         last = graph._root.prev  # the graph's last node (the root sentinel when empty)
         self.snapshot = Snapshot(ins, list(self.stack), dict(self.locals), dict(self.lazy_args),
                                  self.kw_names, None if last is graph._root else last,
-                                 self.state.side_effects.copy())
+                                 self.state.side_effects.copy(), torch.is_grad_enabled(),
+                                 self.state.handled)
         self.state.undo.clear()
 
     def locate(self, exc: Unsupported) -> None:
@@ -651,12 +656,13 @@ class Frame:
 
     # -- what breaks ----------------------------------------------------------------------------
     def BEFORE_WITH(self, ins: Instr) -> None:
-        from .contexts import GradModeContext, enter
+        from .contexts import ModelledContext, enter
 
-        ctx = self.pop()
-        if not isinstance(ctx, GradModeContext):
-            self.fail("a with-block over a context manager other than no_grad/enable_grad/set_grad_enabled "
-                      "(it is entered in Python at a graph break)")
+        ctx = self.stack[-1]
+        if not isinstance(ctx, ModelledContext):
+            self.fail("a with-block over a context manager other than no_grad/enable_grad/set_grad_enabled/"
+                      "record_function (it is entered in Python at a graph break)")
+        self.pop()
         exit_var, value = enter(self, ctx)
         self.push(exit_var)
         self.push(value)

@@ -15,6 +15,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from ..errors import Unsupported
+from . import global_state
 from .sources import Source
 from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
 
@@ -88,6 +89,9 @@ class GraphBuilder:
         fake_kwargs = {k: to_fake(v) for k, v in kwargs.items()}
         fakes_in = [t.fake for t in _tensor_vars(args, kwargs)]
         versions = [_version(f) for f in fakes_in]
+        if not fakes_in and getattr(target, "__name__", None) in ("__enter__", "__exit__"):
+            raise Unsupported(f"{_target_name(target)} changes torch's global state")
+        before = None if fakes_in else global_state.snapshot()
         try:
             with self.fake_mode:
                 if kind == "call_method":
@@ -102,6 +106,9 @@ class GraphBuilder:
             raise Unsupported(f"{_target_name(target)} failed on fake tensors: {type(exc).__name__}: {exc}") from exc
         mutated = _looks_inplace(kind, target, kwargs) or any(
             _version(f) != v for f, v in zip(fakes_in, versions))
+        if before is not None and global_state.snapshot() != before:
+            before.restore()  # capture never changes the state the program runs in
+            raise Unsupported(f"{_target_name(target)} changes torch's global state")
         if not _has_tensor(result) and not mutated:
             if not fakes_in and not _is_query(target):
                 raise Unsupported(f"{_target_name(target)} may change torch's global state")

@@ -4,6 +4,14 @@ A resume function takes the values that were on the stack and the live locals as
 pushes the stack back, and jumps to the instruction where execution continues; the rest is
 the original bytecode, unchanged. The ``bytecode`` package computes the stack depth, the jump
 offsets, and the exception and line tables.
+
+A break inside ``with`` and ``try`` blocks: the body keeps the original exception table, so
+jumping into a protected range puts the resume function inside the same blocks, with the
+same handlers. A ``with`` block over a modelled context (a :class:`ContextSpec` slot) is
+entered again at the start: the prologue makes the context, ``BEFORE_WITH`` enters it and
+leaves its ``__exit__`` in the slot where the original code, and its exception handler, call
+it when the block ends or raises. A resume function can also start at a handler, with the
+exception that the instruction run in Python raised (an ``EXC`` slot).
 """
 from __future__ import annotations
 
@@ -11,13 +19,26 @@ import dis
 import types
 from typing import Sequence
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, Instr, Label, TryBegin
 from bytecode.flags import CompilerFlags
+
+from .compat import call_instrs
+from .contexts import ContextSpec
 
 PREFIX_OPS = {"RESUME", "COPY_FREE_VARS", "MAKE_CELL", "NOP"}
 
-#: stack slot kinds: a value passed as an argument, a NULL marker, a list to iterate over
-VALUE, NULL_SLOT, ITER = "value", "null", "iter"
+#: stack slot kinds: a value passed as an argument, a NULL marker, a list to iterate over,
+#: a value the capture passes along unread (contexts.Opaque), an exception for a handler;
+#: a ContextSpec slot is a modelled context entered again by the prologue
+VALUE, NULL_SLOT, ITER, OPAQUE, EXC = "value", "null", "iter", "opaque", "exc"
+SlotKind = str | ContextSpec
+
+#: the attribute of a resume function naming its arguments of kind OPAQUE or EXC
+ARG_KINDS = "__ember_arg_kinds__"
+
+
+def takes_argument(kind: SlotKind) -> bool:
+    return kind != NULL_SLOT and not isinstance(kind, ContextSpec)
 
 
 def ordinal_of(code: types.CodeType, offset: int) -> int:
@@ -37,13 +58,14 @@ def stack_arg(offset: int, i: int) -> str:
 
 
 def make_resume_code(
-    code: types.CodeType, offset: int, layout: Sequence[str], local_names: Sequence[str]
+    code: types.CodeType, offset: int, layout: Sequence[SlotKind], local_names: Sequence[str]
 ) -> types.CodeType:
     """A code object that resumes ``code`` at ``offset`` with the stack given by ``layout``."""
     if code.co_cellvars:
         raise ValueError("functions with cell variables cannot be resumed")
     target = ordinal_of(code, offset)
     bc = Bytecode.from_code(code)
+    _keep_handler_depths(code, bc)
     label = Label()
     body: list = []
     count = 0
@@ -59,7 +81,12 @@ def make_resume_code(
     line = code.co_firstlineno
     prologue: list = []
     for i, kind in enumerate(layout):
-        if kind == NULL_SLOT:
+        if isinstance(kind, ContextSpec):  # make the context and enter it: its __exit__ stays
+            prologue += [Instr("PUSH_NULL", lineno=line), Instr("LOAD_CONST", kind.factory, lineno=line)]
+            prologue += [Instr("LOAD_CONST", arg, lineno=line) for arg in kind.args]
+            prologue += call_instrs(len(kind.args), line)
+            prologue += [Instr("BEFORE_WITH", lineno=line), Instr("POP_TOP", lineno=line)]
+        elif kind == NULL_SLOT:
             prologue.append(Instr("PUSH_NULL", lineno=line))
         else:
             prologue.append(Instr("LOAD_FAST", stack_arg(offset, i), lineno=line))
@@ -71,25 +98,36 @@ def make_resume_code(
         setattr(new, attr, getattr(bc, attr))
     new.name = f"__resume_{code.co_name}_at_{offset}"
     new.qualname = new.name
-    new.argnames = [stack_arg(offset, i) for i, k in enumerate(layout) if k != NULL_SLOT] + list(local_names)
+    new.argnames = [stack_arg(offset, i) for i, k in enumerate(layout) if takes_argument(k)] + list(local_names)
     new.argcount = len(new.argnames)
     new.posonlyargcount = 0
     new.kwonlyargcount = 0
     new.flags = CompilerFlags(bc.flags & ~(CompilerFlags.VARARGS | CompilerFlags.VARKEYWORDS))
-    return new.to_code()
+    # The prologue jumps past the start of the blocks it lands in, where ``bytecode`` would
+    # compute their handlers' stack depths: keep the original ones (the prologue rebuilds
+    # the same stack) and leave room for the original stack plus the contexts being made.
+    extra = max((len(k.args) for k in layout if isinstance(k, ContextSpec)), default=0) + 2
+    return new.to_code(stacksize=code.co_stacksize + len(layout) + extra, compute_exception_stack_depths=False)
+
+
+def _keep_handler_depths(code: types.CodeType, bc: Bytecode) -> None:
+    """Give ``bytecode``'s try blocks the stack depths of ``code``'s exception table (one
+    block per entry, in order), which it cannot compute for blocks a resume jumps into."""
+    entries = dis._parse_exception_table(code)  # type: ignore[attr-defined]
+    begins = [item for item in bc if isinstance(item, TryBegin)]
+    if len(begins) != len(entries) or any(b.push_lasti != e.lasti for b, e in zip(begins, entries)):
+        raise ValueError("cannot match the exception table of the code to resume")
+    for begin, entry in zip(begins, entries):
+        begin.stack_depth = entry.depth
 
 
 def make_resume_function(
-    fn: types.FunctionType, offset: int, layout: Sequence[str], local_names: Sequence[str]
+    fn: types.FunctionType, offset: int, layout: Sequence[SlotKind], local_names: Sequence[str],
+    opaque_locals: Sequence[str] = (),
 ) -> types.FunctionType:
     code = make_resume_code(fn.__code__, offset, layout, local_names)
-    return types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
-
-
-def in_exception_range(code: types.CodeType, offset: int) -> bool:
-    """True when ``offset`` is protected by a try/with block (we do not break there)."""
-    try:
-        entries = dis._parse_exception_table(code)  # type: ignore[attr-defined]
-    except AttributeError:  # pragma: no cover
-        return True
-    return any(e.start <= offset < e.end for e in entries)
+    resume = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
+    kinds = {stack_arg(offset, i): k for i, k in enumerate(layout) if k in (OPAQUE, EXC)}
+    kinds.update((name, OPAQUE) for name in opaque_locals)
+    setattr(resume, ARG_KINDS, kinds)
+    return resume

@@ -16,6 +16,9 @@ is hit. It compares:
   no record on the ``ember.graph_breaks`` logger (a silent graph break is not a whole capture);
   breaking cases (``breaks="fragment"``) must emit a fallback warning or a graph-break record
   that contains ``fragment`` (so they keep passing once graph breaks with resume functions land);
+- torch's global state after the call (grad mode, inference mode, autocast, default dtype and
+  device, the CPU random generator): the compiled call must leave it as the eager call did,
+  whether it returned or raised;
 - the number of graphs the backend received (``graphs=``), after the first pass and unchanged
   after the second pass.
 
@@ -245,12 +248,15 @@ def run_case(case: Case) -> CountingBackend:
             comp_args, comp_kwargs = clone((args, kwargs))
             where = f"{case.name} pass {pass_no + 1} args #{n}"
 
+            before = global_state()
             torch.manual_seed(SEED)
             expected_exc = None
             try:
                 expected = eager_target(*eager_args, **eager_kwargs)
             except Exception as exc:  # the compiled call must raise the same
                 expected_exc = exc
+            eager_state = global_state()
+            set_global_state(before)
             torch.manual_seed(SEED)
             with warnings.catch_warnings(record=True) as caught, break_records() as records:
                 warnings.simplefilter("always")
@@ -259,6 +265,9 @@ def run_case(case: Case) -> CountingBackend:
                         compiled(*comp_args, **comp_kwargs)
                 else:
                     actual = compiled(*comp_args, **comp_kwargs)
+            compiled_state = global_state()
+            set_global_state(before)
+            assert_same_global_state(eager_state, compiled_state, where)
             messages = _ember_warnings(caught)
             fallback_messages.extend(messages + records)
             if case.breaks is None:
@@ -300,6 +309,40 @@ def run_case(case: Case) -> CountingBackend:
             f"{case.name}: second pass over the same arguments compiled again "
             f"({count_after_first} -> {backend.count} graphs): guards miss the cache")
     return backend
+
+
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def global_state() -> dict[str, Any]:
+    """Torch's global state that a call may change; eager and compiled calls must agree on it."""
+    return {
+        "grad mode": torch.is_grad_enabled(),
+        "inference mode": torch.is_inference_mode_enabled(),
+        "autocast": [(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES],
+        "autocast cache": torch.is_autocast_cache_enabled(),
+        "default dtype": torch.get_default_dtype(),
+        "default device": torch.get_default_device(),
+        "rng state": torch.random.get_rng_state(),
+    }
+
+
+def set_global_state(state: dict[str, Any]) -> None:
+    """Put back what a call changed (inference mode is a scoped guard: it cannot be set)."""
+    torch.set_grad_enabled(state["grad mode"])
+    for device, enabled, dtype in state["autocast"]:
+        torch.set_autocast_enabled(device, enabled)
+        torch.set_autocast_dtype(device, dtype)
+    torch.set_autocast_cache_enabled(state["autocast cache"])
+    torch.set_default_dtype(state["default dtype"])
+    torch.set_default_device(state["default device"])
+    torch.random.set_rng_state(state["rng state"])
+
+
+def assert_same_global_state(eager: dict[str, Any], compiled: dict[str, Any], where: str) -> None:
+    for key in eager:
+        same = torch.equal(eager[key], compiled[key]) if key == "rng state" else eager[key] == compiled[key]
+        assert same, f"{where}: {key} after the compiled call is {compiled[key]!r}, after eager {eager[key]!r}"
 
 
 def _module_state(mod: torch.nn.Module) -> dict[str, Any]:
