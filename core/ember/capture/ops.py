@@ -101,6 +101,8 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
     if op is None:
         frame.fail(f"binary operator {symbol!r} is not supported")
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
+        if symbol.endswith("=") and isinstance(a, ConstVar) and isinstance(a.value, (int, float, complex)):
+            op = BINARY_OPS[symbol[:-1]]  # `n += t`: a number has no in-place form, Python does `n + t`
         return frame.state.graph.call("call_function", op, (a, b), {})
     # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
     if symbol in _SET_INPLACE and (isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):
