@@ -182,3 +182,30 @@ def test_nothing_is_stored_when_the_compiler_cannot_save(tmp_path) -> None:
     backend(torch.fx.symbolic_trace(step), list(_inputs()))
     backend(torch.fx.symbolic_trace(step), list(_inputs()))
     assert len(calls) == 4 and glob.glob(os.path.join(tmp_path, "*.plan")) == []
+
+
+def two_groups(x: torch.Tensor, w: torch.Tensor, prev: torch.Tensor):
+    """An output from w and one from prev: two gradient groups, two backward graphs."""
+    return (x @ w).relu().sum(), prev * 2
+
+
+def test_plan_with_several_backward_graphs_is_stored(tmp_path) -> None:
+    calls: list = []
+    backend = _backend(str(tmp_path), calls)
+
+    def run(fn):
+        torch.manual_seed(0)
+        x, w, prev = torch.randn(4, 5), torch.randn(5, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+        a, b = fn(x, w, prev)
+        a.backward()
+        assert prev.grad is None
+        b.sum().backward()
+        return a, b, w.grad, prev.grad
+
+    expected = run(two_groups)
+    inputs = [torch.randn(4, 5), torch.randn(5, 3, requires_grad=True), torch.randn(3, requires_grad=True)]
+    for _ in range(2):
+        got = run(backend(torch.fx.symbolic_trace(two_groups), inputs))
+        for g, e in zip(got, expected):
+            torch.testing.assert_close(g, e)
+    assert len(calls) == 3, "forward and two backwards, compiled once"

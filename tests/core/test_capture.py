@@ -39,6 +39,22 @@ def test_f2_python_scalar_argument_recompiles_per_value():
     assert backend.count == 3
 
 
+def test_augmented_assignment_of_a_number_with_a_tensor():
+    def f(x):
+        total, scale = 0, 1.5
+        total += x.sum()  # `total = 0` then `total += loss.detach()`: how losses are summed
+        scale *= x
+        return total, scale
+
+    backend = CountingBackend()
+    x = torch.randn(3)
+    with no_fallback():
+        total, scale = ember.compile(f, backend=backend)(x)
+    torch.testing.assert_close(total, x.sum())
+    torch.testing.assert_close(scale, 1.5 * x)
+    assert backend.count == 1
+
+
 def test_data_dependent_branch_gives_eager_results():
     backend = CountingBackend()
     opt = ember.compile(f1, backend=backend)

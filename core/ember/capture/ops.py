@@ -103,6 +103,8 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         # Python's protocol: `a += b` without `type(a).__iadd__` is `a = a + b` (`total = 0; total += t`)
         return binary(frame, symbol[:-1], a, b)
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
+        if symbol.endswith("=") and isinstance(a, ConstVar) and isinstance(a.value, (int, float, complex)):
+            op = BINARY_OPS[symbol[:-1]]  # `n += t`: a number has no in-place form, Python does `n + t`
         return frame.state.graph.call("call_function", op, (a, b), {})
     # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
     if symbol in _SET_INPLACE and (isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):

@@ -42,6 +42,7 @@ from . import plan_cache
 from .analysis import analyze
 from .decompositions import DecompositionTable, for_joint, with_required
 from .errors import AOTUnsupported
+from .grad_groups import split_backward
 from .partition import min_cut_partition
 from .runtime import CompiledPlan, EagerPlan
 from .trace import trace_inference, trace_joint
@@ -102,10 +103,13 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
         traced.gm, joint_inputs, num_fwd_outputs=traced.num_fwd_outputs
     )
     fw = _run_compiler(config.fw_compiler, fw_gm)
-    bw = _run_compiler(config.bw_compiler, bw_gm)
+    groups = split_backward(traced.gm, len(tensor_pos), traced.num_fwd_outputs, traced.diff_outputs,
+                            traced.grad_inputs, bw_gm)
+    bw = [_run_compiler(config.bw_compiler, part) for _, part in groups]
     return CompiledPlan(
         gm, analysis, tensor_pos, traced.mutated_inputs, [], traced.num_fwd_outputs, fw, bw,
-        traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs, traced.grad_tangents,
+        traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs, [g for g, _ in groups],
+        traced.grad_tangents,
     )
 
 

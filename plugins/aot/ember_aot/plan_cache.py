@@ -98,7 +98,7 @@ def fetch(path: str, gm: torch.fx.GraphModule, codec: PlanCodec) -> CompiledPlan
             raise ValueError("corrupt entry")
         state = pickle.loads(payload)
         fw, bw = state.pop("fw"), state.pop("bw")
-        return CompiledPlan(gm=gm, fw=codec.load(fw), bw=None if bw is None else codec.load(bw), **state)
+        return CompiledPlan(gm=gm, fw=codec.load(fw), bw=[codec.load(b) for b in bw], **state)
     except Exception as exc:  # a stale or broken entry is recompiled (and overwritten)
         log.debug("plan cache: cannot use %s: %s: %s", path, type(exc).__name__, exc)
         return None
@@ -111,8 +111,8 @@ def store(path: str, plan: CompiledPlan, codec: PlanCodec) -> None:
             raise _Uncacheable("a non-tensor output is an object")
         state = {name: getattr(plan, name) for name in _PLAN_FIELDS}
         state["fw"] = codec.dump(plan.fw)
-        state["bw"] = None if plan.bw is None else codec.dump(plan.bw)
-        if state["fw"] is None or (plan.bw is not None and state["bw"] is None):
+        state["bw"] = [codec.dump(b) for b in plan.bw]
+        if state["fw"] is None or any(b is None for b in state["bw"]):
             raise _Uncacheable("the compiler cannot save this graph")
         payload = dumps(state)
     except Exception as exc:

@@ -1,8 +1,10 @@
 """Runs compiled forward/backward graphs with the semantics of the original torch-level graph.
 
 ``CompiledPlan`` is one specialization of a captured graph. A call:
-1. runs the compiled forward — inside ``AOTFunction`` (a ``torch.autograd.Function`` whose
-   backward runs the compiled backward) when outputs need grad, else under ``no_grad``;
+1. runs the compiled forward — inside ``AOTFunction`` nodes (``torch.autograd.Function``)
+   when outputs need grad, else under ``no_grad``: one node per gradient group
+   (``grad_groups``: usually one), each linked only to the inputs its compiled backward returns
+   gradients for, as eager autograd links outputs only to what they were computed from;
 2. writes the new values of mutated inputs back into the caller's tensors (one
    ``_foreach_copy_`` per dtype and device);
 3. rebuilds the user's outputs: tensors the graph produced, views of inputs (regenerated from
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import operator
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -25,6 +28,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis, same_stride
+from .grad_groups import GradGroup
 
 log = logging.getLogger("ember.aot")
 
@@ -45,55 +49,63 @@ def _coerce(grad: torch.Tensor | None, layout: TangentLayout) -> torch.Tensor:
 
 
 class AOTFunction(torch.autograd.Function):
-    """Forward = the compiled forward graph; backward = the compiled backward graph."""
+    """One gradient group of a compiled graph (``CompiledPlan.grad_groups``). Forward: the
+    compiled forward (run by the first group, into ``outs``), giving this group's outputs: all
+    the forward outputs when the graph has one group; backward: the group's compiled backward."""
 
     @staticmethod
-    def forward(ctx, plan: "CompiledPlan", *primals: torch.Tensor):  # type: ignore[override]
-        outs = plan.fw(*primals)
+    def forward(ctx, plan: "CompiledPlan", g: int, primals: list[torch.Tensor],  # type: ignore[override]
+                outs: list[torch.Tensor], *inputs: torch.Tensor):
+        if not outs:
+            outs.extend(plan.fw(*primals))
         n = plan.num_fwd_outputs
-        fwd = tuple(outs[:n])
-        ctx.plan = plan
+        ctx.plan, ctx.group = plan, g
         # The inputs that get gradients, so that gradients computed with create_graph=True stay
         # connected to them (see _no_double_backward). Leaves are alive anyway; non-leaf inputs
         # are held weakly, so this does not keep activations alive.
-        ctx.grad_primals = [
-            primals[j] if primals[j].is_leaf else weakref.ref(primals[j]) for j in plan.grad_inputs
-        ]
-        ctx.save_for_backward(*outs[n:])
-        ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
+        ctx.grad_primals = [p if p.is_leaf else weakref.ref(p) for p in inputs]
         ctx.set_materialize_grads(False)
-        return fwd
+        if plan._one_group:
+            ctx.save_for_backward(*outs[n:])
+            fwd = tuple(outs[:n])
+            ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
+            return fwd
+        # detached: a node's saved values must not hold (and keep alive) another node's outputs
+        ctx.save_for_backward(*(outs[n + s].detach() for s in plan.grad_groups[g].saved))
+        return tuple(outs[i] for i in plan.group_outputs[g])
 
     @staticmethod
     def backward(ctx, *grads: torch.Tensor):  # type: ignore[override]
         plan: CompiledPlan = ctx.plan
+        group = plan.grad_groups[ctx.group]
+        if plan._one_group:
+            grads = tuple(grads[i] for i in plan.diff_outputs)
         create_graph = torch.is_grad_enabled()
         with torch.no_grad():
-            tangents = [
-                _coerce(grads[i], layout) for i, layout in zip(plan.diff_outputs, plan.tangent_layouts)
-            ]
-            results = list(plan.bw(*ctx.saved_tensors, *tangents))
+            tangents = [_coerce(g, plan.tangent_layouts[i]) for g, i in zip(grads, group.outputs)]
+            results = list(plan.bw[ctx.group](*ctx.saved_tensors, *tangents))
         if create_graph and results:
             results = _no_double_backward(results, ctx.grad_primals)
-        out: list[torch.Tensor | None] = [None] * (len(plan.tensor_pos) + 1)
-        for j, g in zip(plan.grad_inputs, results):
-            out[j + 1] = g
-        if any(grads[i] is None for i in plan.diff_outputs):
-            _drop_unreached(out, plan, grads)
-        return tuple(out)
+        if not group.grads:  # linked to every input requiring grad (see CompiledPlan.__call__)
+            results = [None] * len(ctx.grad_primals)
+        elif any(g is None for g in grads):
+            _drop_unreached(results, plan, group, grads)
+        return (None, None, None, None, *results)
 
 
-def _drop_unreached(out: list[torch.Tensor | None], plan: "CompiledPlan", grads: Sequence[Any]) -> None:
+def _drop_unreached(results: list[torch.Tensor | None], plan: "CompiledPlan", group: GradGroup,
+                    grads: Sequence[Any]) -> None:
     """Set to None the gradients computed only from outputs that got no gradient: eager autograd
     never reaches those inputs and leaves their ``.grad`` None (optimizers skip such parameters;
     a zero gradient would still move them through momentum and weight decay)."""
     given = 0
-    for k, i in enumerate(plan.diff_outputs):
-        if grads[i] is not None:
+    for g, k in zip(grads, group.outputs):
+        if g is not None:
             given |= 1 << k
-    for j, mask in zip(plan.grad_inputs, plan.grad_tangents):
+    for r, k in enumerate(group.grads):
+        mask = plan.grad_tangents[k]
         if mask and not mask & given:
-            out[j + 1] = None
+            results[r] = None
 
 
 _DOUBLE_BACKWARD = (
@@ -126,16 +138,20 @@ class CompiledPlan:
     inputs_mutated_in_graph: list[int]  # primal indices the compiled graph mutates itself
     num_fwd_outputs: int
     fw: Callable[..., Sequence[torch.Tensor]]
-    bw: Callable[..., Sequence[torch.Tensor]] | None = None
+    bw: list[Callable[..., Sequence[torch.Tensor]]] = dataclasses.field(default_factory=list)
     diff_outputs: list[int] = dataclasses.field(default_factory=list)
     tangent_layouts: list[TangentLayout] = dataclasses.field(default_factory=list)
     grad_inputs: list[int] = dataclasses.field(default_factory=list)
+    grad_groups: list[GradGroup] = dataclasses.field(default_factory=list)  # one per bw
     # per gradient: bit mask of the tangents (indices into diff_outputs) it is computed from
     grad_tangents: list[int] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         diff = set(self.diff_outputs)
         self.nondiff_outputs = [i for i in range(self.num_fwd_outputs) if i not in diff]
+        self.group_outputs = [tuple(self.diff_outputs[i] for i in g.outputs) for g in self.grad_groups]
+        self._group_inputs = [_picker([self.grad_inputs[k] for k in g.grads]) for g in self.grad_groups]
+        self._one_group = len(self.grad_groups) == 1
         self._mutates = bool(self.mutated_inputs or self.inputs_mutated_in_graph)
         self._warned = False
         n_mut = len(self.mutated_inputs)
@@ -167,6 +183,15 @@ class CompiledPlan:
             self._warned = True
         return self.gm(*args)
 
+    def _grouped_forward(self, primals: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The compiled forward's outputs, with one autograd node per gradient group."""
+        outs: list[torch.Tensor] = []
+        for g, pick in enumerate(self._group_inputs):
+            attached = AOTFunction.apply(self, g, primals, outs, *pick(primals))
+            for i, t in zip(self.group_outputs[g], attached):
+                outs[i] = t
+        return outs
+
     def _bases_match(self, outs: Sequence[torch.Tensor]) -> bool:
         for slot, layout in zip(self._base_slots, self.analysis.base_layouts):
             base = outs[slot]
@@ -180,8 +205,12 @@ class CompiledPlan:
         primals = [args[i] for i in self.tensor_pos]
         if self._mutates and _mutated_input_aliases(primals, self):
             return self._eager(args, "a mutated input shares memory with another input")
-        if self.bw is not None:
-            outs = AOTFunction.apply(self, *primals)
+        if self._one_group:
+            # without gradients to return (no graph input gets one), the outputs still need grad
+            linked = self._group_inputs[0](primals) or [p for p in primals if p.requires_grad]
+            outs = AOTFunction.apply(self, 0, primals, [], *linked)
+        elif self.bw:
+            outs = self._grouped_forward(primals)
         elif torch.is_grad_enabled():
             with torch.no_grad():
                 outs = self.fw(*primals)
@@ -211,6 +240,13 @@ class CompiledPlan:
                     offset = src.storage_offset() + layout.offset
                     result.append(src.as_strided(layout.size, layout.stride, offset))
         return pytree.tree_unflatten(result, self.analysis.out_spec)
+
+
+def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
+    """``lambda xs: tuple(xs[i] for i in positions)``, in C where it can be."""
+    if len(positions) > 1:
+        return operator.itemgetter(*positions)
+    return lambda xs: tuple(xs[i] for i in positions)
 
 
 def _write_back(targets: list[torch.Tensor], values: Sequence[torch.Tensor]) -> None:
