@@ -118,14 +118,16 @@ def store(path: str, plan: CompiledPlan, codec: PlanCodec) -> None:
     except Exception as exc:
         log.debug("plan cache: not storing this plan: %s: %s", type(exc).__name__, exc)
         return
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    tmp = ""
     try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
         os.replace(tmp, path)
-    except OSError as exc:
+    except OSError as exc:  # an unwritable cache costs the entry, not the compiled plan
         log.debug("plan cache: cannot write %s: %s", path, exc)
-        os.unlink(tmp)
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 # -- pickling ------------------------------------------------------------------------------------

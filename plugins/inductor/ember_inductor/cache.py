@@ -2,9 +2,10 @@
 
 Shared objects are stored under ``$EMBER_CACHE_DIR`` (default ``~/.cache/ember``) in ``cpp/``,
 named by a hash of the source, the compiler's identity, the flags and the torch version. The
-directory is created owner-only and refused when other users can write to it; entries are
-written to a temporary file and renamed into place, and come with a SHA-256 of their bytes so
-that a corrupt or truncated entry is rebuilt instead of loaded.
+directory is created owner-only and refused when other users can write to it (kernels are then
+built in a private folder of the process: ``ember.disk_cache.work_dir``); entries are written to
+a temporary file and renamed into place, and come with a SHA-256 of their bytes so that a
+corrupt or truncated entry (or digest) is rebuilt instead of loaded.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import tempfile
 import threading
 
 import torch
-from ember.disk_cache import cache_dir, compiler_identity
+from ember.disk_cache import compiler_identity, digest_matches, file_digest, work_dir, write_digest
 
 log = logging.getLogger("ember.inductor")
 
@@ -40,46 +41,39 @@ def cache_key(source: str) -> str:
     return h.hexdigest()[:40]
 
 
-def _digest(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 def load_library(source: str) -> ctypes.CDLL:
     """Compile ``source`` (or reuse the cached build) and load it."""
-    directory = cache_dir("cpp")
+    directory = work_dir("cpp")
     key = cache_key(source)
     so_path = os.path.join(directory, f"{key}.so")
-    sum_path = so_path + ".sha256"
-    lib = _try_load(so_path, sum_path)
+    lib = _try_load(so_path)
     if lib is not None:
         return lib
     with _locks_lock:
         lock = _locks.setdefault(key, threading.Lock())
     with lock:
-        lib = _try_load(so_path, sum_path)
+        lib = _try_load(so_path)
         if lib is not None:
             return lib
-        _build(source, directory, so_path, sum_path)
-        lib = _try_load(so_path, sum_path)
+        _build(source, directory, so_path)
+        lib = _try_load(so_path)
         if lib is None:
             raise RuntimeError(f"cannot load freshly built {so_path}")
         return lib
 
 
-def _try_load(so_path: str, sum_path: str) -> ctypes.CDLL | None:
-    try:
-        with open(sum_path) as f:
-            expected = f.read().strip()
-        if _digest(so_path) != expected:
+def _try_load(so_path: str) -> ctypes.CDLL | None:
+    if not digest_matches(so_path):
+        if os.path.exists(so_path):
             log.debug("cache entry %s is corrupt; rebuilding", so_path)
-            return None
+        return None
+    try:
         return ctypes.CDLL(so_path)
     except OSError:
         return None
 
 
-def _build(source: str, directory: str, so_path: str, sum_path: str) -> None:
+def _build(source: str, directory: str, so_path: str) -> None:
     global compile_count
     fd, src_path = tempfile.mkstemp(suffix=".cpp", dir=directory)
     with os.fdopen(fd, "w") as f:
@@ -92,12 +86,9 @@ def _build(source: str, directory: str, so_path: str, sum_path: str) -> None:
         if proc.returncode != 0:
             raise RuntimeError(f"C++ compilation failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
         compile_count += 1
-        digest = _digest(tmp_so)
-        fd, tmp_sum = tempfile.mkstemp(suffix=".sha256", dir=directory)
-        with os.fdopen(fd, "w") as f:
-            f.write(digest)
+        digest = file_digest(tmp_so)
         os.replace(tmp_so, so_path)
-        os.replace(tmp_sum, sum_path)
+        write_digest(so_path, digest)
     finally:
         for p in (src_path, tmp_so):
             if os.path.exists(p):

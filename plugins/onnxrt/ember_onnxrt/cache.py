@@ -2,8 +2,9 @@
 
 Entries live in ``$EMBER_CACHE_DIR/onnxrt`` (default ``~/.cache/ember/onnxrt``), a directory
 created owner-only (0o700); a directory that other users can write, or that belongs to someone
-else, is not used. Writes are atomic (temporary file + rename), and an entry that does not parse
-as an ONNX model is treated as a miss and rebuilt.
+else, is not used. Writes are atomic (temporary file + rename) and leave a SHA-256 of the entry
+beside it; an entry that does not match it (truncated: a cut protobuf may still parse) or does
+not parse as an ONNX model is treated as a miss and rebuilt.
 """
 from __future__ import annotations
 
@@ -67,6 +68,8 @@ def load_or_build(key: str, build: Callable[[], bytes], enabled: bool) -> bytes:
     path = directory / f"{key}.onnx"
     try:
         data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest().encode() != Path(f"{path}.sha256").read_bytes().strip():
+            raise ValueError("its bytes do not match its SHA-256")
         onnx.load_model_from_string(data)
         log.debug("onnxrt: model cache hit %s", path)
         return data
@@ -75,14 +78,17 @@ def load_or_build(key: str, build: Callable[[], bytes], enabled: bool) -> bytes:
     except Exception as exc:  # truncated or corrupt entry: rebuild it
         log.warning("onnxrt: ignoring corrupt cache entry %s: %s", path, exc)
     data = build()
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".onnx")
+    tmp = ""
     try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".onnx")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        disk_cache.write_digest(str(path), hashlib.sha256(data).hexdigest())
     except OSError as exc:
         log.warning("onnxrt: could not write cache entry %s: %s", path, exc)
-        Path(tmp).unlink(missing_ok=True)
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
     return data

@@ -4,7 +4,8 @@ Steps for one graph:
 
 1. copy the graph, inline submodules and lift tensor attributes to inputs (``prepare.py``),
    rewrite in-place ops on intermediates out of place;
-2. run it once eagerly on clones of the inputs to learn every node's dtype and device;
+2. run it once eagerly on clones of the inputs to learn every node's dtype and device (under a
+   forked random generator, so that compiling draws no number from the caller's stream);
 3. split it into pieces TVM can import and pieces that stay in PyTorch (``support.py``);
 4. import, build (or load from the disk cache) and check each TVM piece (``runtime.py``).
 
@@ -158,8 +159,13 @@ def tvm(
     ``options`` raise ``ValueError``.
     """
     opts = parse_options(mode, options)
+    gpus = sorted({x.device.index or 0 for x in example_inputs
+                   if isinstance(x, torch.Tensor) and x.device.type == "cuda"})
     try:
-        compiled = compile_graph(gm, list(example_inputs), opts)
+        # Compiling runs the graph eagerly (to learn its values, then to check each piece): the
+        # random numbers it draws must not shift the caller's random stream.
+        with torch.random.fork_rng(devices=gpus):
+            compiled = compile_graph(gm, list(example_inputs), opts)
     except _Eager as exc:
         log.warning("ember.tvm: graph runs with PyTorch eager: %s", exc)
         return TvmCompiled(gm, [], gm, opts)

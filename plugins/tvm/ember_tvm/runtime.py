@@ -4,8 +4,11 @@ A *piece* is one ``fused_N`` submodule of the partitioned graph. :class:`TvmPiec
 it: it keeps one VM function per input signature (shapes, dtypes, device, scalar values),
 builds a new one on first sight of a signature (up to ``max_specializations``, then PyTorch),
 and passes torch tensors to the VM as they are: TVM's FFI takes them through DLPack, without a
-copy, and the outputs come back as torch tensors sharing TVM's buffers. Only non-contiguous
-inputs are made contiguous, as TVM's kernels assume dense layouts.
+copy, and the outputs come back as torch tensors sharing TVM's buffers. Inputs that are not
+contiguous, or whose data does not start on a 64-byte boundary, are copied first: TVM's kernels
+assume dense buffers aligned as TVM allocates them (``kAllocAlignment``), and its vectorized
+loads crash the process (SIGSEGV) on a misaligned one, such as ``x[1:]`` or a tensor made by
+``torch.from_numpy``.
 """
 from __future__ import annotations
 
@@ -21,6 +24,9 @@ from .importer import import_graph
 from .options import TvmOptions
 
 log = logging.getLogger("ember.tvm")
+
+#: Byte alignment TVM's generated kernels assume for every buffer (``tvm::runtime::kAllocAlignment``).
+ALIGNMENT = 64
 
 #: (rtol, atol scale) used when checking a compiled piece against eager, per dtype.
 _TOLERANCES = {
@@ -49,8 +55,15 @@ class VmFunction:
 
     def __call__(self, *args: Any) -> Any:
         tensors = [args[i] for i in self._positions]
-        out = self._main(*[t if t.is_contiguous() else t.contiguous() for t in tensors])
+        out = self._main(*[as_tvm_buffer(t) for t in tensors])
         return tuple(out) if self._returns_tuple else out
+
+
+def as_tvm_buffer(t: torch.Tensor) -> torch.Tensor:
+    """``t`` itself when TVM can read it in place (contiguous, aligned), else a fresh copy."""
+    if t.is_contiguous() and t.data_ptr() % ALIGNMENT == 0:
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
 
 
 def _returns_tuple(gm: fx.GraphModule) -> bool:

@@ -27,7 +27,7 @@ import tempfile
 from typing import Any, Callable, Sequence
 
 import torch
-from ember.disk_cache import cache_dir
+from ember.disk_cache import work_dir
 
 from .triton import LaunchConfig
 from .triton_compile import (Job, KernelRef, binary_context, binary_ext, compile_kernel, import_kernel, load_compiled,
@@ -41,8 +41,8 @@ AUTOTUNE_REPS = 10
 
 
 def kernel_dir() -> str:
-    directory = cache_dir("triton")
-    os.environ.setdefault("TRITON_CACHE_DIR", cache_dir("triton_bin"))
+    directory = work_dir("triton")
+    os.environ.setdefault("TRITON_CACHE_DIR", work_dir("triton_bin"))
     return directory
 
 
@@ -66,10 +66,16 @@ def _atomic_write(path: str, text: str) -> None:
 
 
 def write_kernel(source: str) -> str:
-    """Write ``source`` to the cache (once); returns its key (see ``kernel_path``)."""
+    """Write ``source`` to the cache unless it holds it already; returns its key (see
+    ``kernel_path``). An entry with other bytes (corrupt or truncated) is rewritten."""
     key = source_key(source)
     path = kernel_path(key)
-    if not os.path.exists(path):
+    try:
+        with open(path, "rb") as f:
+            intact = f.read() == source.encode()
+    except OSError:
+        intact = False
+    if not intact:
         _atomic_write(path, source)
     return key
 
