@@ -51,3 +51,25 @@ def test_table_names_real_ops() -> None:
         assert phase in ("*", "fwd", "bwd") and backend in ("*", "inductor", "aot_eager")
     for name, variant, dtype, phase in expected_failures.TOLERANCES:
         assert (name, variant) in OPS and dtype in DTYPES and phase in ("fwd", "bwd")
+
+
+def _wrong(gm: object, example_inputs: list) -> object:
+    """A backend whose results are 1e-4 too large, relatively: the net must catch it."""
+    def run(*args: object) -> object:
+        out = gm(*args)
+        return tuple(o * (1 + 1e-4) for o in out) if isinstance(out, (tuple, list)) else out * (1 + 1e-4)
+    return run
+
+
+def test_net_catches_a_wrong_backend_and_a_missing_graph() -> None:
+    import ember
+
+    ember.register_backend(_wrong, name="opinfo_wrong_backend")
+    op = OPS[("mul", "")]
+    sample = samples(op, "cpu", DTYPES["float32"], "fwd", 1)[0]
+    with pytest.raises(AssertionError, match="not close"):
+        check_sample(op, sample, "opinfo_wrong_backend", "fwd", DTYPES["float32"])
+    op = OPS[("nonzero", "")]
+    sample = samples(op, "cpu", DTYPES["float32"], "fwd", 1)[0]
+    with pytest.raises(AssertionError, match="no graph reached the backend"):
+        check_sample(op, sample, "aot_eager", "fwd", DTYPES["float32"])
