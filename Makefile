@@ -6,7 +6,7 @@ TORCH_VERSION ?= 2.13.0
 EXTRAS ?= test,onnxrt,tvm
 PYTEST_ARGS ?=
 
-.PHONY: install demo test bench
+.PHONY: install demo test test-ops bench
 
 install:
 	@$(PYTHON) -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$(TORCH_VERSION)' else 1)" 2>/dev/null \
@@ -19,6 +19,13 @@ demo: install
 test: install
 	$(PYTHON) -m pytest -q $(PYTEST_ARGS) tests; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+# Every op of torch's OpInfo database on inductor and aot_eager, every dtype (CI runs a seeded
+# share of it); then a summary. EMBER_OPINFO_SAMPLES=all runs every sample of each op (default 3).
+test-ops: install
+	EMBER_OPINFO=all EMBER_OPINFO_TIMEOUT=300 EMBER_OPINFO_REPORT=opinfo-results.json \
+		$(PYTHON) -m pytest -q $(PYTEST_ARGS) tests/ops; rc=$$?; \
+		EMBER_OPINFO_REPORT=opinfo-results.json $(PYTHON) -m tests.ops.report; exit $$rc
 
 bench: install
 	$(PYTHON) -m benchmarks.run --device cpu
