@@ -46,7 +46,7 @@ def simplify_index(expr: Expr, ranges: dict, strict: bool = False) -> Expr:
     expr = sympy.sympify(expr)
     if not expr.args:
         return expr
-    out = _cached(expr, tuple(sorted(ranges.items(), key=lambda kv: str(kv[0]))), SIMPLIFY_BUDGET)
+    out = _cached(expr, tuple(sorted(ranges.items(), key=lambda kv: kv[0].name)), SIMPLIFY_BUDGET)
     if out is not None:
         return out
     if strict:
