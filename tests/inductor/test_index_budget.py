@@ -177,7 +177,7 @@ def test_a_deep_view_chain_keeps_its_index_small() -> None:
     assert len(kernel) < 1500, kernel
 
 
-r, x, y = sym("r0"), sym("x0"), sym("x1")
+r, x = sym("r0"), sym("x0")
 
 
 def test_an_index_over_budget_is_left_as_it_is(monkeypatch) -> None:
