@@ -224,13 +224,19 @@ class Reduction(IRNode):
 
 
 class View(IRNode):
-    """``base`` seen through an index rewrite: ``self[idx] = base[reindex(idx)]``."""
+    """``base`` seen through an index rewrite: ``self[idx] = base[reindex(idx)]``.
+
+    A chain of views is read through one composed rewrite, simplified on the view's own index
+    ranges (``index_map``): the index of a view of a view... stays the size of one simplified
+    rewrite however long the chain, where composing the rewrites one inside the other grew it
+    by the rank at each view."""
 
     def __init__(self, base: IRNode, size: Sequence, reindex: Callable) -> None:
         self.base = base
         self.size = [sympy.Integer(int(s)) for s in size]
         self.reindex = reindex
         self._realized: Buffer | None = None
+        self._map: tuple[IRNode, list, list] | None = None
 
     def get_size(self) -> list:
         return list(self.size)
@@ -238,40 +244,44 @@ class View(IRNode):
     def get_dtype(self) -> torch.dtype:
         return self.base.get_dtype()
 
+    def index_map(self) -> tuple[IRNode, list, list]:
+        """``(root, variables, index)``: ``self[variables]`` is ``root[index]``, with ``root``
+        the nearest base that is not an unrealized view (recomputed when that changes)."""
+        base = self.base
+        inner = base.index_map() if isinstance(base, View) and base._realized is None else None
+        root = base if inner is None else inner[0]
+        if self._map is None or self._map[0] is not root:
+            variables = indexing.make_vars("v", len(self.size))
+            index = self.reindex(variables)
+            if inner is not None:
+                sub = dict(zip(inner[1], index))
+                index = [sympy.sympify(e).xreplace(sub) for e in inner[2]]
+            ranges = dict(zip(variables, self.size))
+            self._map = (root, variables, [indexing.simplify_index(e, ranges) for e in index])
+        return self._map
+
     def make_loader(self) -> Callable:
         if self._realized is not None:
             return self._realized.make_loader()
-        base_loader = self.base.make_loader()
-        reindex = self.reindex
-        return lambda idx: base_loader(reindex(idx))
+        root, variables, index = self.index_map()
+        root_loader = root.make_loader()
 
-    def _root(self) -> tuple[IRNode, Callable]:
-        """The innermost non-view node and the composed reindex function."""
-        node, fns = self, []
-        while isinstance(node, View) and node._realized is None:
-            fns.append(node.reindex)
-            node = node.base
-        if getattr(node, "_realized", None) is not None:
-            node = node._realized
-
-        def composed(idx: Sequence[Expr]) -> Sequence[Expr]:
-            for f in fns:
-                idx = f(idx)
-            return idx
-        return node, composed
+        def load(idx: Sequence[Expr]) -> Any:
+            sub = dict(zip(variables, idx))
+            return root_loader([sympy.sympify(e).xreplace(sub) for e in index])
+        return load
 
     def as_strided(self) -> ReinterpretView | None:
         """This view as a strided view of a realized buffer, when it is one."""
-        root, composed = self._root()
+        root, variables, index = self.index_map()
+        root = getattr(root, "_realized", None) or root
         if isinstance(root, ReinterpretView):
             buf, layout = root.data, root.layout
         elif isinstance(root, Buffer):
             buf, layout = root, root.layout
         else:
             return None
-        variables = indexing.make_vars("v", len(self.size))
-        ranges = dict(zip(variables, self.size))
-        expr = indexing.simplify_index(layout.index(composed(variables)), ranges)
+        expr = indexing.simplify_index(layout.index(index), dict(zip(variables, self.size)))
         lin = indexing.as_linear(expr, variables)
         if lin is None or not lin[0].is_Integer or any(not s.is_Integer for s in lin[1]):
             return None

@@ -84,7 +84,9 @@ def _count_div(e: Any) -> int:
 
 
 def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
-    """Loop structure for ``nodes`` in one kernel, or None when they cannot share one."""
+    """Loop structure for ``nodes`` in one kernel, or None when they cannot share one.
+
+    Raises ``IndexTooComplex`` when an index of the kernel does not simplify within budget."""
     reds = [n for n in nodes if n.is_reduction]
     if reds:
         lead = reds[0]
@@ -139,7 +141,7 @@ def _mapped_exprs(maps: list, xv: list, rv: list, ranges: dict) -> dict | None:
         sub = dict(zip(n.ivars, idx)) | dict(zip(n.jvars, ridx))
 
         def conv(e: Any) -> Any:
-            return indexing.simplify_index(sympy.sympify(e).xreplace(sub), ranges)
+            return indexing.simplify_index(sympy.sympify(e).xreplace(sub), ranges, strict=True)
         reads = [(name, conv(e)) for name, e in n.reads]
         writes = [(name, conv(e)) for name, e in n.writes]
         extra = sum(_count_div(e) for _, e in reads + writes) - sum(
@@ -282,7 +284,10 @@ class Scheduler:
             return None
         if self._path_through_other(a, b, groups) or self._path_through_other(b, a, groups):
             return None
-        plan = plan_kernel(nodes)
+        try:
+            plan = plan_kernel(nodes)
+        except indexing.IndexTooComplex:  # these nodes' indices do not fold into one kernel's
+            return None
         return None if plan is None else FusedGroup(nodes, plan)
 
     def _path_through_other(self, src: Any, dst: Any, groups: list[Any]) -> bool:

@@ -210,7 +210,7 @@ class CppKernel:
         return self.params[name]
 
     def index(self, expr: Any) -> str:
-        return cexpr(indexing.simplify_index(expr, self.ranges))
+        return cexpr(indexing.simplify_index(expr, self.ranges, strict=True))
 
     def find_local(self, key: tuple) -> str | None:
         for d in reversed(self.locals):

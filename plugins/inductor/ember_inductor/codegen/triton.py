@@ -265,7 +265,7 @@ class TritonKernel:
 
     def index(self, expr: Any) -> sympy.Expr:
         e = sympy.sympify(expr).xreplace(self._subs)
-        return indexing.simplify_index(e, self._ranges)
+        return indexing.simplify_index(e, self._ranges, strict=True)
 
     def _level_mask(self) -> list[str]:
         if not self.is_reduction:
