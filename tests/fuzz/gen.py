@@ -46,7 +46,12 @@ class _Gen:
 
     # -- picking -----------------------------------------------------------------------------
     def tensors(self, pred: Callable[[str, torch.Tensor], bool] = lambda n, t: True) -> list[str]:
-        return [n for n, v in self.env.items() if isinstance(v, torch.Tensor) and pred(n, v)]
+        def ok(n: str, v: Any) -> bool:
+            try:
+                return isinstance(v, torch.Tensor) and pred(n, v)
+            except RuntimeError:  # a view that an in-place op invalidated (unbind's outputs)
+                return False
+        return [n for n, v in self.env.items() if ok(n, v)]
 
     def pick(self, pred: Callable[[str, torch.Tensor], bool] = lambda n, t: True) -> str | None:
         names = self.tensors(pred)

@@ -5,8 +5,9 @@ outputs (dtype, shape, values), the inputs afterwards (in-place mutation), and f
 inputs that require grad, the gradients of a weighted sum of the float outputs, including which
 gradients are None. Floats compare with ``torch.testing.assert_close`` and ``equal_nan=True``
 (NaN matches NaN, an infinity only the same infinity), with tolerances for float32 chains scaled
-by the largest finite expected value. The compiled function is called twice (the second call
-runs the cached entry).
+by the largest finite expected value. The compiled function is called three times (``CALLS``):
+on the first inputs, on new values (Python scalars too), and with the largest size grown by
+one; a call whose inputs eager rejects is left out.
 """
 from __future__ import annotations
 
@@ -63,9 +64,10 @@ def _loss_weights(shape: torch.Size, k: int, dtype: torch.dtype) -> torch.Tensor
     return torch.randn(shape, generator=torch.Generator().manual_seed(777 + k)).to(dtype)
 
 
-def execute(fn: Any, program: Program) -> Run:
-    """Call ``fn`` on fresh inputs; backward through the float outputs that require grad."""
-    args = program.make_inputs()
+def execute(fn: Any, program: Program, variant: int = 0) -> Run:
+    """Call ``fn`` on fresh inputs (``Program.make_inputs(variant)``); backward through the float
+    outputs that require grad."""
+    args = program.make_inputs(variant)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = fn(*args)
@@ -124,40 +126,58 @@ def compare(expected: Run, actual: Run) -> str | None:
     return None
 
 
-def check(program: Program, backend: str, expected: Run | None = None) -> Outcome:
-    """Run ``program`` eagerly (unless ``expected`` is given) and through ``backend``."""
+#: the calls each program gets: the first, a cached-entry call on new values, one on new sizes
+CALLS = ((0, "first call"), (1, "call on new values"), (2, "call on new sizes"))
+
+
+def expect(program: Program) -> list[Run | None]:
+    """Eager's runs of ``program`` for each of ``CALLS`` (None where eager raises)."""
+    runs: list[Run | None] = []
+    for variant, _ in CALLS:
+        try:
+            runs.append(execute(program.function(), program, variant))
+        except Exception:
+            runs.append(None)
+    return runs
+
+
+def check(program: Program, backend: Any, expected: list[Run | None] | None = None) -> Outcome:
+    """Run ``program`` eagerly (unless ``expected``, from ``expect``, is given) and through
+    ``backend`` (a name or a compiler callable), one compiled function for all ``CALLS``."""
     if backend in INFERENCE_ONLY and program.requires_grad:
         return Outcome("skipped", "needs grad")
-    if expected is None:
-        try:
-            expected = execute(program.function(), program)
-        except Exception as exc:  # not a valid program: eager itself fails
-            return Outcome("invalid", f"{type(exc).__name__}: {exc}")
+    expected = expect(program) if expected is None else expected
+    if expected[0] is None:
+        return Outcome("invalid", "eager raises")
     events = {"graph": 0, "break": 0, "fallback": 0}
 
     def observe(event: str, details: dict) -> None:
         if event in events:
             events[event] += 1
 
-    compiled = ember.compile(program.function(), backend=backend, options=BACKEND_OPTIONS.get(backend))
+    options = BACKEND_OPTIONS.get(backend) if isinstance(backend, str) else None
+    compiled = ember.compile(program.function(), backend=backend, options=options)
     suppress = ember.config.suppress_errors
     ember.config.suppress_errors = False
     compiled_mod.OBSERVERS.append(observe)
+    label = CALLS[0][1]
     try:
-        first = execute(compiled, program)
-        compiled_mod.OBSERVERS.remove(observe)
-        second = execute(compiled, program)
+        for (variant, label), want in zip(CALLS, expected):
+            if want is None:
+                continue
+            got = execute(compiled, program, variant)
+            if observe in compiled_mod.OBSERVERS:  # capture counts are the first call's
+                compiled_mod.OBSERVERS.remove(observe)
+            if (d := compare(want, got)):
+                return Outcome("mismatch", f"{label}: {d}", **_counts(events))
     except BackendCompilerFailed as exc:
-        return Outcome("backend_error", str(exc).split("\n")[0], **_counts(events))
+        return Outcome("backend_error", f"{label}: {str(exc).splitlines()[0]}", **_counts(events))
     except Exception as exc:
-        return Outcome("crash", f"{type(exc).__name__}: {str(exc).strip()}", **_counts(events))
+        return Outcome("crash", f"{label}: {type(exc).__name__}: {str(exc).strip()}", **_counts(events))
     finally:
         ember.config.suppress_errors = suppress
         if observe in compiled_mod.OBSERVERS:
             compiled_mod.OBSERVERS.remove(observe)
-    for label, run in (("", first), ("second call: ", second)):
-        if (d := compare(expected, run)):
-            return Outcome("mismatch", label + d, **_counts(events))
     return Outcome("ok", "", **_counts(events))
 
 

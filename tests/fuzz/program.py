@@ -75,10 +75,22 @@ class Program:
     def requires_grad(self) -> bool:
         return any(i.requires_grad for i in self.inputs)
 
-    def make_inputs(self) -> list[Any]:
+    def make_inputs(self, variant: int = 0) -> list[Any]:
         """Fresh argument values (new tensors each call, the same values for the same seed; an
-        input's values depend on its name, so they stay when the shrinker drops another input)."""
-        return [inp.make(self.seed * 1000 + int(inp.name[1:])) for inp in self.inputs]
+        input's values depend on its name, so they stay when the shrinker drops another input).
+
+        ``variant`` 1 draws other values (Python scalars too: guards on values), 2 also grows
+        the largest dimension size by one across all inputs (guards on sizes, dynamic shapes)."""
+        sizes = [s for i in self.inputs for s in i.shape]
+        grow = max(sizes) if variant == 2 and sizes and max(sizes) > 1 else None
+        out = []
+        for inp in self.inputs:
+            if grow is not None:
+                inp = dataclasses.replace(inp, shape=tuple(s + 1 if s == grow else s for s in inp.shape))
+            if variant and not inp.is_tensor:
+                inp = dataclasses.replace(inp, value=inp.value + 1 if inp.dtype == "int" else -2 * inp.value)
+            out.append(inp.make(self.seed * 1000 + int(inp.name[1:]) + 100 * variant))
+        return out
 
     def function(self) -> Callable[..., Any]:
         """A new function object for ``source`` (a fresh ember cache each time); its source lines

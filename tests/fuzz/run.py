@@ -18,7 +18,7 @@ import time
 
 import ember
 from tests.fuzz.gen import generate
-from tests.fuzz.harness import Outcome, check, execute
+from tests.fuzz.harness import Outcome, check, expect
 from tests.fuzz.shrink import shrink
 
 STATUSES = ("ok", "mismatch", "crash", "backend_error", "skipped")
@@ -61,10 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     start = time.time()
     for i in range(args.n):
         seed = args.seed + i
-        program = generate(seed, training=training)
         try:
-            expected = execute(program.function(), program)
-        except Exception:
+            program = generate(seed, training=training)
+        except Exception as exc:  # a generator bug: say so, go on with the next seed
+            print(f"[seed {seed}] generator failed: {type(exc).__name__}: {exc}", flush=True)
+            invalid += 1
+            continue
+        expected = expect(program)
+        if expected[0] is None:
             invalid += 1
             continue
         for backend, limit in backends.items():
@@ -90,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if (i + 1) % 50 == 0:
             print(f"... {i + 1} programs, {time.time() - start:.0f} s", flush=True)
     print(f"{args.n} programs generated (seeds {args.seed}..{args.seed + args.n - 1}), "
-          f"{invalid} invalid in eager, {time.time() - start:.0f} s")
+          f"{invalid} invalid (generator or eager failed), {time.time() - start:.0f} s")
     for backend, c in counts.items():
         ran = sum(c[s] for s in STATUSES if s != "skipped")
         print(f"{backend}: {ran} ran, {c['ok']} ok, {c['mismatch']} mismatched, {c['crash']} crashed, "

@@ -3,7 +3,7 @@
 Delta debugging (Zeller's ddmin) over the program's outputs, then its statements, repeated until
 neither shrinks; then each input loses ``requires_grad`` and its transposed layout where the
 failure stays, and inputs the program no longer reads are dropped. "The same way" is the same
-status (mismatch, crash, backend_error) and, for exceptions, the same exception type: a
+status (mismatch, crash, backend_error) on the same call and, for exceptions, the same exception type: a
 candidate that eager rejects (a statement whose value was removed) does not reproduce.
 """
 from __future__ import annotations
@@ -19,11 +19,8 @@ T = TypeVar("T")
 
 
 def same_failure(a: Outcome, b: Outcome) -> bool:
-    if a.status != b.status:
-        return False
-    if a.status in ("crash", "backend_error"):
-        return a.detail.split(":")[0] == b.detail.split(":")[0]
-    return True
+    keep = 1 if a.status == "mismatch" else 2  # "<call>", or "<call>: <exception type>"
+    return a.status == b.status and a.detail.split(":")[:keep] == b.detail.split(":")[:keep]
 
 
 def ddmin(items: Sequence[T], reproduces: Callable[[list[T]], bool], keep: int = 0) -> list[T]:

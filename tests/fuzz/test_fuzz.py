@@ -73,7 +73,7 @@ PROGRAM = Program(
 ])
 def test_a_wrong_backend_is_caught_and_shrunk(backend: Callable, expected: str) -> None:
     outcome = check(PROGRAM, backend)
-    assert outcome.status == "mismatch" and outcome.detail.startswith(expected), outcome
+    assert outcome.status == "mismatch" and outcome.detail.startswith("first call: " + expected), outcome
     small = shrink(PROGRAM, backend)
     assert len(small.stmts) < len(PROGRAM.stmts) and check(small, backend).status == "mismatch"
     assert check(small, "eager").status == "ok"
