@@ -24,10 +24,16 @@ CASES = {
     # The C++ build let gcc contract `a * b - c` into an fma (its default -ffp-contract=fast): the
     # second pass of var/std recomputed x0 * 3 unrounded, so x - mean was not 0 for a single
     # element and var(dof=0) gave 0/0... as inf instead of eager's nan. Now -ffp-contract=off.
-    "std_single_element_fma": Case(("inductor",), Program(
+    "std_single_element_fma": Case(("eager", "aot_eager", "inductor"), Program(
         inputs=(Input("x0", "float32", (1, 1, 1)),),
         stmts=("v4 = x0 * 3", "v5 = v4.float().std(dim=1, keepdim=False)"),
         outputs=("v5",), seed=1034)),
+    # A bool add (logical or) was lowered as C++ `a + a`, an int 2 for True, and the fused
+    # 0.5 * v1 read that 2 instead of the stored True: 1.0 where eager has 0.5.
+    "bool_add_read_by_fused_consumer": Case(("eager", "aot_eager", "inductor"), Program(
+        inputs=(Input("x1", "bool", (4,)),),
+        stmts=("v1 = x1.add_(x1)", "v6 = 0.5 * v1"),
+        outputs=("v6",), seed=1022)),
     "amax_grad_of_recomputed_tanh": Case(("inductor",), Program(
         inputs=(Input("x0", "float32", (3, 4), requires_grad=True),),
         stmts=("v3 = x0.tanh()", "v4 = v3.roll(0, 1)", "v9 = v4.amax(dim=-1)"),
