@@ -428,7 +428,8 @@ class _Gen:
         return {n for n, v in scope.items() if isinstance(v, torch.Tensor)
                 and v.untyped_storage().data_ptr() == ptr}
 
-    def step(self) -> bool:
+    def step(self) -> None:
+        """Append one statement that keeps the program valid (up to 8 tries, else none)."""
         names = [n for n, _ in self.TEMPLATES]
         weights = [w for _, w in self.TEMPLATES]
         for _ in range(8):
@@ -449,8 +450,7 @@ class _Gen:
                     self.exact.add(out)
             elif exact:
                 self.exact.add(defined)
-            return True
-        return False
+            return
 
 
 def generate(seed: int, training: bool | None = None, max_stmts: int = 10) -> Program:
@@ -466,6 +466,7 @@ def generate(seed: int, training: bool | None = None, max_stmts: int = 10) -> Pr
     tensors = [n for n in g.tensors() if n.startswith("v")]
     if not tensors:
         tensors = [g.inputs[0].name]
+
     def unused(n: str) -> bool:  # a value no later statement reads: an output, else it is dead code
         first = next(k for k, s in enumerate(g.stmts) if re.search(rf"^\s*{n} =", s, re.M))
         later = g.stmts[first + 1:]

@@ -18,8 +18,8 @@ from tests.fuzz.program import Input, Program
 from tests.fuzz.shrink import shrink
 
 SEED = 20261124
-SHARES = {"eager": (40, None), "aot_eager": (40, None), "inductor": (15, None), "onnxrt": (8, False),
-          "tvm": (4, False)}
+SHARES = {"eager": (40, None), "aot_eager": (40, None), "inductor": (12, None), "onnxrt": (6, False),
+          "tvm": (3, False)}
 
 
 @pytest.mark.parametrize("backend", list(SHARES))
