@@ -59,41 +59,46 @@ def main(argv: list[str] | None = None) -> int:
     shrunk_per_category: collections.Counter = collections.Counter()
     invalid = 0
     start = time.time()
-    for i in range(args.n):
-        seed = args.seed + i
-        try:
-            program = generate(seed, training=training)
-        except Exception as exc:  # a generator bug: say so, go on with the next seed
-            print(f"[seed {seed}] generator failed: {type(exc).__name__}: {exc}", flush=True)
-            invalid += 1
-            continue
-        expected = expect(program)
-        if expected[0] is None:
-            invalid += 1
-            continue
-        for backend, limit in backends.items():
-            if i >= limit:
+    done = 0
+    try:
+        for i in range(args.n):
+            done = i + 1
+            seed = args.seed + i
+            try:
+                program = generate(seed, training=training)
+            except Exception as exc:  # a generator bug: say so, go on with the next seed
+                print(f"[seed {seed}] generator failed: {type(exc).__name__}: {exc}", flush=True)
+                invalid += 1
                 continue
-            outcome = check(program, backend, expected)
-            ember.reset()
-            counts[backend][outcome.status] += 1
-            counts[backend]["full_capture"] += outcome.full_capture
-            if outcome.status in ("ok", "skipped"):
+            expected = expect(program)
+            if expected[0] is None:
+                invalid += 1
                 continue
-            key = f"{backend} {outcome.category}"
-            categories[key] += 1
-            print(f"[seed {seed}] {key}", flush=True)
-            shrunk = program
-            if shrunk_per_category[key] < args.shrink_per_category:
-                shrunk_per_category[key] += 1
-                shrunk = shrink(program, backend, log=lambda m: print(m, flush=True))
+            for backend, limit in backends.items():
+                if i >= limit:
+                    continue
+                outcome = check(program, backend, expected)
                 ember.reset()
-            path = write_reproduction(args.out, backend, outcome, program, shrunk)
-            print(f"  -> {path}\n" + "".join(f"     {line}\n" for line in shrunk.source.splitlines()),
-                  flush=True)
-        if (i + 1) % 50 == 0:
-            print(f"... {i + 1} programs, {time.time() - start:.0f} s", flush=True)
-    print(f"{args.n} programs generated (seeds {args.seed}..{args.seed + args.n - 1}), "
+                counts[backend][outcome.status] += 1
+                counts[backend]["full_capture"] += outcome.full_capture
+                if outcome.status in ("ok", "skipped"):
+                    continue
+                key = f"{backend} {outcome.category}"
+                categories[key] += 1
+                print(f"[seed {seed}] {key}", flush=True)
+                shrunk = program
+                if shrunk_per_category[key] < args.shrink_per_category:
+                    shrunk_per_category[key] += 1
+                    shrunk = shrink(program, backend, log=lambda m: print(m, flush=True))
+                    ember.reset()
+                path = write_reproduction(args.out, backend, outcome, program, shrunk)
+                print(f"  -> {path}\n" + "".join(f"     {line}\n" for line in shrunk.source.splitlines()),
+                      flush=True)
+            if (i + 1) % 50 == 0:
+                print(f"... {i + 1} programs, {time.time() - start:.0f} s", flush=True)
+    except KeyboardInterrupt:  # a long run stopped by hand still reports what it ran
+        print("interrupted", flush=True)
+    print(f"{done} programs generated (seeds {args.seed}..{args.seed + done - 1}), "
           f"{invalid} invalid (generator or eager failed), {time.time() - start:.0f} s")
     for backend, c in counts.items():
         ran = sum(c[s] for s in STATUSES if s != "skipped")
