@@ -100,17 +100,27 @@ class OrtModule(torch.nn.Module):
             if not t.is_contiguous():
                 t = t.contiguous()
                 keep_alive.append(t)
-            binding.bind_input(name, kind, index, elem_type, shape, t.data_ptr())
+            binding.bind_input(name, kind, index, elem_type, shape, _address(t, keep_alive))
         outputs = []
         for name, elem_type, shape, dtype in self._outputs:
             out = torch.empty(shape, dtype=dtype, device=self.device)
-            binding.bind_output(name, kind, index, elem_type, shape, out.data_ptr())
+            binding.bind_output(name, kind, index, elem_type, shape, _address(out, keep_alive))
             outputs.append(out)
         if kind == "cuda":
             torch.cuda.current_stream(self.device).synchronize()  # inputs written by torch
         self.session.run_with_iobinding(binding)
         del keep_alive
         return outputs[0] if self._single else tuple(outputs)
+
+
+def _address(t: torch.Tensor, keep_alive: list) -> int:
+    """``t``'s data pointer; an empty tensor has none (0), which onnxruntime refuses to bind, so it
+    gets the address of a one-element scratch tensor that nothing reads or writes."""
+    if t.numel():
+        return t.data_ptr()
+    scratch = torch.empty(1, dtype=t.dtype, device=t.device)
+    keep_alive.append(scratch)
+    return scratch.data_ptr()
 
 
 def _check_outputs(outputs: Sequence[Any], metas: Sequence[torch.Tensor]) -> None:

@@ -20,9 +20,13 @@ def pointwise(fn: Callable, args: list, kind: Kind, compute: torch.dtype | None 
     shape = broadcast_shapes(*[a.get_size() for a in args if is_ir(a)])
     loaders = [loader_for(a, shape, comp) for a in args]
 
+    # arithmetic on bools gives ints in C++ and Triton (True + True == 2): a bool result is cast,
+    # so that a fused consumer reads the value the buffer would hold
+    cast = result != comp or result == torch.bool
+
     def inner(idx: Any) -> Any:
         value = fn(*[load(idx) for load in loaders])
-        return ops.to_dtype(value, result) if result != comp else value
+        return ops.to_dtype(value, result) if cast else value
     return ir.Pointwise(shape, result, inner)
 
 

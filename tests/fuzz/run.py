@@ -1,0 +1,114 @@
+"""The fuzzer's command line: generate programs, check each backend against eager, shrink failures.
+
+    python -m tests.fuzz.run --n 10000 --backends eager,aot_eager,inductor:500 --seed 0 --out repros
+
+``name:count`` runs a backend on the first ``count`` programs only (inductor builds C++ kernels,
+about a second each). Prints, per backend, how many programs ran, matched, mismatched, crashed,
+failed to compile and were captured as one graph, then the failure categories. Each failure is
+shrunk (the first few of each category) and written to ``--out`` as a ``Program`` literal with
+its source, ready for ``test_regressions.py``.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+
+import ember
+from tests.fuzz.gen import generate
+from tests.fuzz.harness import Outcome, check, expect
+from tests.fuzz.shrink import shrink
+
+STATUSES = ("ok", "mismatch", "crash", "backend_error", "skipped")
+
+
+def parse_backends(spec: str, n: int) -> dict[str, int]:
+    out = {}
+    for part in spec.split(","):
+        name, _, count = part.partition(":")
+        out[name] = min(n, int(count)) if count else n
+    return out
+
+
+def write_reproduction(folder: str, backend: str, outcome: Outcome, program, shrunk) -> str:
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{backend}-{program.seed}.py")
+    with open(path, "w") as f:
+        f.write(f"# backend: {backend}\n# {outcome.status}: {outcome.detail}\n")
+        f.write("# minimal program:\n" + "".join(f"#   {line}\n" for line in shrunk.source.splitlines()))
+        f.write(f"PROGRAM = {shrunk!r}\n")
+        f.write(f"ORIGINAL = {program!r}\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100, help="programs to generate")
+    parser.add_argument("--backends", default="eager,aot_eager,inductor")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first program")
+    parser.add_argument("--out", default="fuzz-reproductions", help="folder for minimal programs")
+    parser.add_argument("--shrink-per-category", type=int, default=2)
+    parser.add_argument("--training", choices=("random", "yes", "no"), default="random")
+    args = parser.parse_args(argv)
+    backends = parse_backends(args.backends, args.n)
+    training = {"random": None, "yes": True, "no": False}[args.training]
+    counts = {b: collections.Counter() for b in backends}
+    categories: collections.Counter = collections.Counter()
+    shrunk_per_category: collections.Counter = collections.Counter()
+    invalid = 0
+    start = time.time()
+    done = 0
+    try:
+        for i in range(args.n):
+            done = i + 1
+            seed = args.seed + i
+            try:
+                program = generate(seed, training=training)
+            except Exception as exc:  # a generator bug: say so, go on with the next seed
+                print(f"[seed {seed}] generator failed: {type(exc).__name__}: {exc}", flush=True)
+                invalid += 1
+                continue
+            expected = expect(program)
+            if expected[0] is None:
+                invalid += 1
+                continue
+            for backend, limit in backends.items():
+                if i >= limit:
+                    continue
+                outcome = check(program, backend, expected)
+                ember.reset()
+                counts[backend][outcome.status] += 1
+                counts[backend]["full_capture"] += outcome.full_capture
+                if outcome.status in ("ok", "skipped"):
+                    continue
+                key = f"{backend} {outcome.category}"
+                categories[key] += 1
+                print(f"[seed {seed}] {key}", flush=True)
+                shrunk = program
+                if shrunk_per_category[key] < args.shrink_per_category:
+                    shrunk_per_category[key] += 1
+                    shrunk = shrink(program, backend, log=lambda m: print(m, flush=True))
+                    ember.reset()
+                path = write_reproduction(args.out, backend, outcome, program, shrunk)
+                print(f"  -> {path}\n" + "".join(f"     {line}\n" for line in shrunk.source.splitlines()),
+                      flush=True)
+            if (i + 1) % 50 == 0:
+                print(f"... {i + 1} programs, {time.time() - start:.0f} s", flush=True)
+    except KeyboardInterrupt:  # a long run stopped by hand still reports what it ran
+        print("interrupted", flush=True)
+    print(f"{done} programs generated (seeds {args.seed}..{args.seed + done - 1}), "
+          f"{invalid} invalid (generator or eager failed), {time.time() - start:.0f} s")
+    for backend, c in counts.items():
+        ran = sum(c[s] for s in STATUSES if s != "skipped")
+        print(f"{backend}: {ran} ran, {c['ok']} ok, {c['mismatch']} mismatched, {c['crash']} crashed, "
+              f"{c['backend_error']} backend errors, {c['skipped']} skipped, "
+              f"{c['full_capture']} captured as one graph")
+    for key, n in categories.most_common():
+        print(f"  {n:5d}  {key}")
+    return 1 if categories else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
