@@ -205,3 +205,16 @@ def test_warnings_and_logging_run_at_every_call_and_the_tensor_work_is_captured(
     assert [str(w.message) for w in caught] == ["careful"] * 3
     assert [r.getMessage() for r in caplog.records if r.name == "ember.test.user"] == ["value 3"] * 3
     assert sorted(op for i in range(backend.count) for op in backend.ops(i)) == ["cos", "sin"]
+
+
+def test_a_profiler_range_is_a_no_op_to_capture():
+    def f(x):
+        with torch.autograd.profiler.record_function("block"):
+            y = x.sin()
+        with torch.profiler.record_function("second"):
+            return y * 2
+
+    x = torch.randn(4)
+    backend, out = _ember_count(f, x)
+    torch.testing.assert_close(out, x.sin() * 2)
+    assert backend.count == 1 and backend.ops() == ["sin", "mul"]

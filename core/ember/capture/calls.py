@@ -50,6 +50,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
     if isinstance(fn, (FunctionVar,)):
         return inline_call(frame, fn, args, kwargs)
     if isinstance(fn, BoundMethodVar):
+        if isinstance(fn.self_var, ConstVar) and isinstance(fn.func, ConstVar):
+            _refuse_optimizer_step(frame, fn.self_var.value, fn.func.value)
         return call(frame, fn.func, [fn.self_var, *args], kwargs)
     if isinstance(fn, objects.ShadowMethod):
         return objects.call_method(frame, fn, args, kwargs)
@@ -97,13 +99,14 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
             return lift(evaluate(value, *py_args, **py_kwargs))
     never = skips.never_traced(value)
     if never is not None:
-        frame.fail(f"{_name(value)} {never}")
+        frame.fail(f"{_name(getattr(value, '_torchdynamo_orig_callable', value))} {never}")
     original = getattr(value, "__ember__", None)
     if original is not None:  # an ember-compiled function called from captured code: inline it
         return call(frame, ConstVar(value.__wrapped__), args, kwargs)
     if isinstance(value, types.FunctionType):
         return inline_call(frame, fn, args, kwargs)
     if isinstance(value, types.MethodType):
+        _refuse_optimizer_step(frame, value.__self__, value.__func__)
         self_source = None
         if fn.source is not None:
             from .sources import AttrSource
@@ -129,6 +132,13 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
     frame.fail(f"call to {_name(value)} is not supported (not a torch op, not Python code to inline)")
     raise AssertionError
+
+
+def _refuse_optimizer_step(frame: "Frame", owner: Any, func: Any) -> None:
+    """``optimizer.step()`` is a graph break: it runs as it is, between the graphs around it."""
+    if isinstance(owner, torch.optim.Optimizer) and getattr(func, "__name__", None) == "step":
+        frame.fail(f"{type(owner).__name__}.step() runs eagerly at a graph break (ember does not capture optimizer "
+                   "steps yet: their lazily created, parameter-keyed state and grouped foreach updates)")
 
 
 def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:

@@ -22,7 +22,7 @@ INLINED_STDLIB = frozenset({
     "enum", "abc", "typing", "types", "operator", "math", "inspect", "weakref", "_weakrefset", "copyreg",
 })
 
-_STDLIB = frozenset(sys.stdlib_module_names) - INLINED_STDLIB - {"__main__"}
+_STDLIB = frozenset(sys.stdlib_module_names) - INLINED_STDLIB
 
 
 def is_disabled(fn: Any) -> bool:
