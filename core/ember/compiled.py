@@ -85,6 +85,7 @@ class CompiledFunction:
         self.break_reasons: list[str] = []
         self.resumes: dict[tuple, Callable] = {}
         self.callees: "weakref.WeakKeyDictionary[Any, Callable]" = weakref.WeakKeyDictionary()
+        self.warned: "weakref.WeakSet[Any]" = weakref.WeakSet()  # modules whose eager calls were said
         self.parent: CompiledFunction | None = None
         _ALL.add(self)
 
@@ -197,8 +198,8 @@ class CompiledFunction:
             inner = self.callee(fn.__func__)
             return types.MethodType(inner, fn.__self__) if inner is not fn.__func__ else fn
         if isinstance(fn, torch.nn.Module) and has_backward_hooks(fn):
-            if fn not in self.callees:  # said once per module: its call runs eagerly
-                self.callees[fn] = fn
+            if fn not in self.warned:  # said once per module: its calls run eagerly
+                self.warned.add(fn)
                 warnings.warn(f"ember: {type(fn).__name__} has backward hooks (register_full_backward_hook), "
                               "which a graph cannot hold; its calls run eagerly", stacklevel=3)
             return fn

@@ -52,12 +52,14 @@ def test_checks_and_noops_are_captured_in_one_graph():
     assert "_assert_async" in backend.ops()  # the tensor condition is checked when the graph runs
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
 def test_a_tensor_assert_fires_when_the_graph_runs(backend):
-    compiled = ember.compile(helpers, backend=backend)
-    compiled(torch.randn(4, 3))
-    with pytest.raises(RuntimeError, match="finite sum"):
-        compiled(torch.full((4, 3), -1e10))
+    options = {"eager_fallback": False} if backend == "inductor" else None  # the compiled code, every call
+    compiled = ember.compile(helpers, backend=backend, options=options)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(torch.ones(4, 3)), torch.full((4, 3), 2.0))
+        with pytest.raises(RuntimeError, match="finite sum"):
+            compiled(torch.full((4, 3), -1e10))
 
 
 def test_a_false_shape_assert_raises_as_in_eager():

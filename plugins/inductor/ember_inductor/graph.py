@@ -173,7 +173,8 @@ class GraphLowering:
             if isinstance(value, ir.Pointwise) and value._realized is None and isinstance(traced, torch.Tensor):
                 value.realize([int(s) for s in traced.stride()])
         schema = getattr(op, "_schema", None)
-        mutates = bool(schema is not None and schema.is_mutable)
+        # an op that returns nothing (`_assert_async`) is there for its effect: kept, like a mutation
+        mutates = bool(schema is not None and (schema.is_mutable or not schema.returns))
         if mutates:
             self._realize_pending()
 
