@@ -10,7 +10,7 @@ Importing ember is cheap: plugins are discovered on first use.
 from __future__ import annotations
 
 from . import config, logs
-from .api import OptimizedModule, compile, optimize, reset
+from .api import OptimizedModule, compile, disable, optimize, reset
 from .backends import list_backends, register_backend
 from .errors import BackendCompilerFailed, BackendUnavailable, EmberError, Unsupported
 from .explain import explain
@@ -28,6 +28,7 @@ __all__ = [
     "Unsupported",
     "compile",
     "config",
+    "disable",
     "explain",
     "export",
     "list_backends",

@@ -1,4 +1,4 @@
-"""The user-facing entry points: ``compile``, ``optimize``, ``reset`` and ``OptimizedModule``."""
+"""The user-facing entry points: ``compile``, ``optimize``, ``disable``, ``reset`` and ``OptimizedModule``."""
 from __future__ import annotations
 
 import functools
@@ -8,7 +8,7 @@ from typing import Any, Callable
 import torch
 
 from .backends import REGISTRY
-from .compiled import BackendChoice, CompiledFunction, OptimizedModuleLike, make_wrapper, reset_all
+from .compiled import BackendChoice, CompiledFunction, OptimizedModuleLike, make_wrapper, reset_all, trampoline
 from .plugin import CompilerFn
 
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -51,16 +51,6 @@ def _resolve_backend(backend: str | CompilerFn, mode: str | None, options: dict 
     return BackendChoice(name, compiler, accepts, mode, options)
 
 
-def _trampoline(self: Callable[..., Any]) -> types.FunctionType:
-    """A function that calls ``self``: capture starts here, so module hooks are honoured."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return self(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = getattr(self, "__name__", type(self).__name__)
-    return call
-
-
 def compile(
     model: Callable[..., Any] | None = None,
     *,
@@ -85,7 +75,7 @@ def compile(
         return model
     choice = _resolve_backend(backend, mode, options)
     if isinstance(model, torch.nn.Module):
-        cf = CompiledFunction(_trampoline(model), choice, fullgraph)
+        cf = CompiledFunction(trampoline(model), choice, fullgraph)
         return OptimizedModule(model, make_wrapper(cf))
     if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
         cf = CompiledFunction(model.__func__, choice, fullgraph)
@@ -93,13 +83,28 @@ def compile(
     if isinstance(model, types.FunctionType):
         return make_wrapper(CompiledFunction(model, choice, fullgraph))
     if callable(model):
-        return make_wrapper(CompiledFunction(_trampoline(model), choice, fullgraph))
+        return make_wrapper(CompiledFunction(trampoline(model), choice, fullgraph))
     raise TypeError(f"ember.compile expects a callable or an nn.Module, got {type(model).__name__}")
 
 
 def optimize(backend: str | CompilerFn = "inductor", nopython: bool = False, **kwargs: Any) -> Callable:
     """The seed tutorials' older spelling: ``ember.optimize("inductor")(fn)``."""
     return functools.partial(compile, backend=backend, fullgraph=nopython, **kwargs)
+
+
+def disable(fn: Callable[..., Any] | None = None) -> Any:
+    """Run ``fn`` eagerly even when compiled code calls it, as ``torch.compiler.disable``: the
+    call is a graph break, and neither ``fn`` nor what it calls is traced. Usable as
+    ``@ember.disable`` and ``@ember.disable()``."""
+    if fn is None:
+        return disable
+
+    @functools.wraps(fn)
+    def eager(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    eager.__ember_disable__ = True  # type: ignore[attr-defined]
+    return eager
 
 
 def reset() -> None:

@@ -22,7 +22,9 @@ from . import config
 from .capture import capture
 from .capture.breaks import ResumeRequest
 from .capture.calls import has_hooks
+from .capture.hooks import has_backward_hooks
 from .capture.resume import make_resume_function
+from .capture.skips import never_traced
 from .codegen import make_binder, make_eager_caller, make_runner
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 
@@ -83,6 +85,7 @@ class CompiledFunction:
         self.break_reasons: list[str] = []
         self.resumes: dict[tuple, Callable] = {}
         self.callees: "weakref.WeakKeyDictionary[Any, Callable]" = weakref.WeakKeyDictionary()
+        self.warned: "weakref.WeakSet[Any]" = weakref.WeakSet()  # modules whose eager calls were said
         self.parent: CompiledFunction | None = None
         _ALL.add(self)
 
@@ -182,8 +185,11 @@ class CompiledFunction:
 
     def callee(self, fn: Any) -> Any:
         """What a broken call site calls: an ember-compiled version of Python code, else ``fn``."""
-        if getattr(fn, "__module__", None) and fn.__module__.startswith("torch."):
+        if getattr(fn, "__module__", None) and fn.__module__.startswith("torch.") \
+                and not isinstance(fn, torch.nn.Module):
             return fn  # torch's own Python code (autograd, hooks) runs as it is
+        if never_traced(fn) is not None:
+            return fn
         if isinstance(fn, types.FunctionType) and not hasattr(fn, "__ember__"):
             compiled = self.callees.get(fn)
             if compiled is None:
@@ -192,7 +198,20 @@ class CompiledFunction:
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             inner = self.callee(fn.__func__)
             return types.MethodType(inner, fn.__self__) if inner is not fn.__func__ else fn
-        if isinstance(fn, torch.nn.Module) and not isinstance(fn, OptimizedModuleLike) and not has_hooks(fn):
+        if isinstance(fn, torch.nn.Module) and has_backward_hooks(fn):
+            if fn not in self.warned:  # said once per module: its calls run eagerly
+                self.warned.add(fn)
+                warnings.warn(f"ember: {type(fn).__name__} has backward hooks (register_full_backward_hook), "
+                              "which a graph cannot hold; its calls run eagerly", stacklevel=3)
+            return fn
+        if isinstance(fn, torch.nn.Module) and not isinstance(fn, OptimizedModuleLike) and has_hooks(fn):
+            if getattr(self.fn, "__ember_calls__", None) is fn:
+                return fn  # the break is inside this module's own call: it runs as it is
+            compiled = self.callees.get(fn)
+            if compiled is None:  # captured from its __call__, so that the hooks are inlined
+                compiled = self.callees[fn] = make_wrapper(CompiledFunction(trampoline(fn), self.backend, False))
+            return compiled
+        if isinstance(fn, torch.nn.Module) and not isinstance(fn, OptimizedModuleLike):
             forward = type(fn).forward
             if isinstance(forward, types.FunctionType) and type(fn).__call__ is torch.nn.Module.__call__:
                 compiled = self.callees.get(fn)
@@ -270,6 +289,17 @@ def _restore_grad_mode_on_error(compiled: Callable, gm: torch.fx.GraphModule) ->
             raise
 
     return run
+
+
+def trampoline(self: Callable[..., Any]) -> types.FunctionType:
+    """A function that calls ``self``: capture starts here, so module hooks are honoured."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return self(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(self, "__name__", type(self).__name__)
+    call.__ember_calls__ = self  # type: ignore[attr-defined]
+    return call
 
 
 def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = False) -> Callable:

@@ -78,7 +78,30 @@ def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
     raise AssertionError
 
 
+def _input_of(frame: "Frame", obj: Var) -> "tuple[Any, torch.Tensor] | None":
+    """(source, tensor) of the graph input ``obj`` stands for (after in-place ops on it too)."""
+    if not isinstance(obj, TensorVar):
+        return None
+    for source, node, tensor in frame.state.graph.inputs:
+        if node is obj.node or node.meta.get("example_value") is obj.fake:
+            return source, tensor
+    return None
+
+
+def _input_grad(frame: "Frame", source: Any, tensor: torch.Tensor) -> Var:
+    """``p.grad`` of a tensor the graph takes as input (a parameter after ``backward``): the
+    gradient is read as it is at each call, so it is an input too (or None, guarded); a
+    gradient assigned earlier in the capture is read back as assigned."""
+    stored = frame.state.side_effects.lookup_attr(tensor, "grad")
+    if stored is not None:
+        return stored
+    return wrap(frame.state, tensor.grad, AttrSource(source, "grad"))
+
+
 def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
+    found = _input_of(frame, obj) if name == "grad" else None
+    if found is not None:
+        return _input_grad(frame, *found)
     if name in UNSUPPORTED_TENSOR_ATTRS:
         frame.fail(f"Tensor.{name} is not supported in captured code")
     if name in _TENSOR_METADATA:
@@ -174,6 +197,11 @@ def _wrap_attr(frame: "Frame", obj: ConstVar, name: str, attr: Any) -> Var:
 
 def store_attr(frame: "Frame", obj: Var, name: str, value: Any) -> None:
     """Record ``obj.name = value`` (or a deletion) to be replayed after the graph."""
+    found = _input_of(frame, obj) if name == "grad" else None
+    if found is not None and (isinstance(value, TensorVar) or (isinstance(value, ConstVar) and value.value is None)):
+        source, tensor = found  # replayed on the input itself (zero_grad's ``p.grad = None``)
+        frame.state.side_effects.store_attr(ConstVar(tensor, source), tensor, name, value)
+        return
     if not isinstance(obj, ConstVar) or obj.source is None:
         frame.fail(f"assignment to attribute {name!r} of a {type(obj).__name__}")
     target = obj.value

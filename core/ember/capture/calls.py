@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import contexts, objects
+from . import contexts, hooks, objects, skips, torch_helpers  # noqa: F401 (torch_helpers registers handlers)
 from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
 from .exceptions import evaluate, is_plain_exception_class, run_ahead, throw
@@ -50,6 +50,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
     if isinstance(fn, (FunctionVar,)):
         return inline_call(frame, fn, args, kwargs)
     if isinstance(fn, BoundMethodVar):
+        if isinstance(fn.self_var, ConstVar) and isinstance(fn.func, ConstVar):
+            _refuse_optimizer_step(frame, fn.self_var.value, fn.func.value)
         return call(frame, fn.func, [fn.self_var, *args], kwargs)
     if isinstance(fn, objects.ShadowMethod):
         return objects.call_method(frame, fn, args, kwargs)
@@ -97,12 +99,16 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
             pass
         else:
             return lift(evaluate(value, *py_args, **py_kwargs))
+    never = skips.never_traced(value)
+    if never is not None:
+        frame.fail(f"{_name(getattr(value, '_torchdynamo_orig_callable', value))} {never}")
     original = getattr(value, "__ember__", None)
     if original is not None:  # an ember-compiled function called from captured code: inline it
         return call(frame, ConstVar(value.__wrapped__), args, kwargs)
     if isinstance(value, types.FunctionType):
         return inline_call(frame, fn, args, kwargs)
     if isinstance(value, types.MethodType):
+        _refuse_optimizer_step(frame, value.__self__, value.__func__)
         self_source = None
         if fn.source is not None:
             from .sources import AttrSource
@@ -128,6 +134,13 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
     frame.fail(f"call to {_name(value)} is not supported (not a torch op, not Python code to inline)")
     raise AssertionError
+
+
+def _refuse_optimizer_step(frame: "Frame", owner: Any, func: Any) -> None:
+    """``optimizer.step()`` is a graph break: it runs as it is, between the graphs around it."""
+    if isinstance(owner, torch.optim.Optimizer) and getattr(func, "__name__", None) == "step":
+        frame.fail(f"{type(owner).__name__}.step() runs eagerly at a graph break (ember does not capture optimizer "
+                   "steps yet: their lazily created, parameter-keyed state and grouped foreach updates)")
 
 
 def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -230,13 +243,7 @@ def _make_namedtuple(frame: "Frame", cls: type, args: list[Var], kwargs: dict[st
 
 # -- modules ---------------------------------------------------------------------------------
 def has_hooks(module: torch.nn.Module) -> bool:
-    from torch.nn.modules import module as module_mod
-
-    own = (module._forward_hooks, module._forward_pre_hooks, module._backward_hooks,
-           getattr(module, "_backward_pre_hooks", {}))
-    global_hooks = (module_mod._global_forward_hooks, module_mod._global_forward_pre_hooks,
-                    module_mod._global_backward_hooks, getattr(module_mod, "_global_backward_pre_hooks", {}))
-    return any(len(h) for h in own + global_hooks)
+    return hooks.has_forward_hooks(module) or hooks.has_backward_hooks(module)
 
 
 def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -244,15 +251,18 @@ def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict
     cls = type(module)
     if cls.__call__ is not _MODULE_CALL:
         return inline_call(frame, ConstVar(cls.__call__), [mod_var, *args], kwargs)
-    if has_hooks(module):
-        frame.fail(f"module {cls.__name__} has hooks registered")
     forward = inspect.getattr_static(module, "forward")
-    if isinstance(forward, types.FunctionType):
+    if not isinstance(forward, types.FunctionType):
+        frame.fail(f"forward of {cls.__name__} is not Python code")
+
+    def call_forward(fwd_args: list[Var], fwd_kwargs: dict[str, Var]) -> Var:
         if "forward" in module.__dict__:  # an instance attribute replaced forward
-            return call(frame, ConstVar(forward), args, kwargs)
-        return inline_call(frame, ConstVar(forward), [mod_var, *args], kwargs)
-    frame.fail(f"forward of {cls.__name__} is not Python code")
-    raise AssertionError
+            return call(frame, ConstVar(forward), fwd_args, fwd_kwargs)
+        return inline_call(frame, ConstVar(forward), [mod_var, *fwd_args], fwd_kwargs)
+
+    if has_hooks(module):
+        return hooks.call_with_hooks(frame, mod_var, args, kwargs, call_forward)
+    return call_forward(args, kwargs)
 
 
 # -- inlining --------------------------------------------------------------------------------

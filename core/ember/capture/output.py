@@ -8,13 +8,14 @@ generated expression, so that the caller gets the same structure eager Python wo
 from __future__ import annotations
 
 import math
+import types
 
 import torch
 
 from ..errors import Unsupported
 from .graph import GraphBuilder
 from .sources import Constants
-from .values import ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
 _LITERALS = (bool, int, str, type(None), bytes)
 
@@ -104,6 +105,8 @@ class OutputBuilder:
             return f"{self.expr(var.tensor)}.{var.name}"
         if isinstance(var, ContainerMethod) and var.container.source is not None:  # bound to the real object
             return f"{self.expr(var.container)}.{var.name}"
+        if isinstance(var, BoundMethodVar) and isinstance(var.func, ConstVar):  # ``obj.method`` at a break
+            return f"{self.consts.name(types.MethodType, 'M')}({self.expr(var.func)}, {self.expr(var.self_var)})"
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
 
     def key(self, key: object) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import logging
 import math
 import operator
 import types
@@ -59,7 +60,8 @@ PURE_BUILTINS = {
     sum, tuple, type, hasattr, id,
 }
 
-PURE_MODULES = {"math", "operator", "_operator", "cmath", "string", "keyword"}
+PURE_MODULES = {"math", "operator", "_operator", "cmath", "string", "keyword", "re", "posixpath", "fnmatch",
+                "textwrap"}
 
 # Python modules whose attributes are library code, not user state: read without guards.
 TRUSTED_MODULE_PREFIXES = (
@@ -121,7 +123,7 @@ def is_pure_function(fn: Any) -> bool:
     return fn in (inspect.signature, inspect.getfullargspec, inspect.isfunction, inspect.ismethod,
                   inspect.isclass, torch.Size, torch.device, torch.finfo, torch.iinfo, torch.is_grad_enabled,
                   torch.get_default_dtype, torch.is_tensor, torch.is_floating_point,
-                  torch.is_complex, torch.typename)
+                  torch.is_complex, torch.typename, logging.getLogger)
 
 
 BINARY_OPS = {

@@ -169,7 +169,8 @@ class GraphLowering:
         if op not in EXTERN_OPS:
             self.fallback_ops.append(str(op))
         schema = getattr(op, "_schema", None)
-        mutates = bool(schema is not None and schema.is_mutable)
+        # an op that returns nothing (`_assert_async`) is there for its effect: kept, like a mutation
+        mutates = bool(schema is not None and (schema.is_mutable or not schema.returns))
         traced: dict[int, Any] = {}  # id(IR value) -> the fake tensor eager's kernel would get
         for a in node.all_input_nodes:
             traced.setdefault(id(self.env.get(a)), a.meta.get("val"))

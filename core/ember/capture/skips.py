@@ -1,0 +1,62 @@
+"""What capture calls instead of tracing: the standard library and disabled functions.
+
+As torch.compile's skip files: a function of the standard library holds no torch work, so its
+bytecode is never interpreted. Called with constants it is evaluated at capture time when it
+is known to be pure (``math``, ``operator``, ``re``...); any other call of it is a graph break,
+at which it runs as it is, once per call, as in eager (``warnings.warn``, ``logging``,
+``traceback.print_stack``). A few standard modules whose functions do run user or torch code
+(``functools``, ``itertools``, ``contextlib``, ``copy``, ``dataclasses``...) stay inlined.
+
+A function marked with ``torch.compiler.disable`` or ``ember.disable`` is never traced either:
+calling it is a graph break and it runs eagerly, and nothing it calls is compiled.
+"""
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+#: standard modules whose Python code is traced, because it calls back into user code
+INLINED_STDLIB = frozenset({
+    "functools", "itertools", "collections", "_collections_abc", "contextlib", "copy", "dataclasses",
+    "enum", "abc", "typing", "types", "operator", "math", "inspect", "weakref", "_weakrefset", "copyreg",
+})
+
+_STDLIB = frozenset(sys.stdlib_module_names) - INLINED_STDLIB
+
+
+def is_disabled(fn: Any) -> bool:
+    """True for functions marked to run eagerly (``torch.compiler.disable``, ``ember.disable``)."""
+    try:
+        return bool(getattr(fn, "_torchdynamo_disable", False) or getattr(fn, "__ember_disable__", False))
+    except Exception:  # objects with odd __getattr__
+        return False
+
+
+def _module_of(fn: Any) -> str | None:
+    if isinstance(fn, types.MethodType):
+        fn = fn.__func__
+    module = getattr(fn, "__module__", None)
+    if isinstance(fn, types.FunctionType) and isinstance(fn.__globals__.get("__name__"), str):
+        module = fn.__globals__["__name__"]
+    return module if isinstance(module, str) else None
+
+
+def is_skipped(fn: Any) -> bool:
+    """True for Python functions of the standard library that capture must call, not trace."""
+    if not isinstance(fn, (types.FunctionType, types.MethodType)):
+        return False
+    module = _module_of(fn)
+    return module is not None and module.partition(".")[0] in _STDLIB
+
+
+def never_traced(fn: Any) -> str | None:
+    """Why ``fn`` is called natively rather than traced, or None when it is traced."""
+    if is_disabled(fn):
+        return "is marked disabled (torch.compiler.disable / ember.disable)"
+    if is_skipped(fn):
+        return "is in the standard library (called, not traced)"
+    return None
+
+
+__all__ = ["INLINED_STDLIB", "is_disabled", "is_skipped", "never_traced"]
