@@ -14,6 +14,7 @@ import torch
 from .exceptions import Raised, evaluate, run_ahead, throw
 from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
 from .torch_ops import BINARY_OPS
+from .user_objects import UserObjectVar
 from .values import (
     BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
 )
@@ -57,6 +58,13 @@ def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
         if result is not None:
             return result
         return ConstVar(len(obj.value))
+    if isinstance(obj, UserObjectVar):
+        from .calls import call_dunder
+
+        result = call_dunder(frame, obj, "__len__", [])
+        if result is not None:
+            return result
+        throw(TypeError(f"object of type {obj.cls.__name__!r} has no len()"))
     frame.fail(f"len() of a {type(obj).__name__}")
     raise AssertionError
 

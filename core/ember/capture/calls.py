@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import contexts, objects
+from . import contexts, objects, user_objects
 from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
 from .exceptions import evaluate, is_plain_exception_class, run_ahead, throw
@@ -121,6 +121,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         except NotConstant:
             frame.fail(f"{_name(value)} called with tensors or captured containers")
         return lift(evaluate(value, *py_args, **py_kwargs))
+    if user_objects.can_construct(value):
+        return user_objects.construct(frame, value, args, kwargs)
     user_call = inspect.getattr_static(type(value), "__call__", None)
     if isinstance(user_call, types.FunctionType) and not isinstance(value, type):
         return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
@@ -453,7 +455,10 @@ def _set_argument(frame: "Frame", var: Var, name: str) -> Any:
 # -- dunder dispatch and super() -------------------------------------------------------------
 def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | None:
     """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
-    cls = type(obj.shadow) if isinstance(obj, objects.ObjectVar) else type(obj.value)
+    if isinstance(obj, user_objects.UserObjectVar):
+        cls = obj.cls
+    else:
+        cls = type(obj.shadow) if isinstance(obj, objects.ObjectVar) else type(obj.value)
     method = inspect.getattr_static(cls, name, None)
     if isinstance(method, types.FunctionType):
         return inline_call(frame, ConstVar(method), [obj, *args], {})
@@ -473,6 +478,8 @@ def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
     obj_type = self_var.value if isinstance(self_var, ConstVar) and isinstance(self_var.value, type) else None
     if obj_type is None and isinstance(self_var, objects.ObjectVar):
         obj_type = type(self_var.shadow)
+    if obj_type is None and isinstance(self_var, user_objects.UserObjectVar):
+        obj_type = self_var.cls
     if obj_type is None:
         obj_type = type(self_var.value) if isinstance(self_var, ConstVar) else None
     if obj_type is None:
