@@ -89,6 +89,20 @@ def test_abstract_class_is_refused_and_still_right():
 
     with pytest.raises(ember.errors.Unsupported):
         ember.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
-    with pytest.warns(UserWarning):
-        got = ember.compile(f, backend="eager")(torch.ones(2))
+    got = ember.compile(f, backend="eager")(torch.ones(2))  # falls back, right result
     torch.testing.assert_close(got, f(torch.ones(2)))
+
+
+def test_object_that_refers_to_itself_falls_back_with_the_right_result():
+    class Node:
+        def __init__(self, t):
+            self.t = t
+            self.me = self
+
+    def f(x):
+        return Node(x * 2)
+
+    x = torch.randn(2)
+    got = ember.compile(f, backend="eager")(x)
+    assert got.me is got
+    torch.testing.assert_close(got.t, x * 2)

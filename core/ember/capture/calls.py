@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import contexts, objects, user_objects
+from . import contexts, locks, objects, user_objects
 from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
 from .exceptions import evaluate, is_plain_exception_class, run_ahead, throw
@@ -75,6 +75,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
     handler = _builtin_handler(value)
     if handler is not None:
         return handler(frame, args, kwargs)
+    if locks.is_lock_method(value):
+        return locks.lock_call(value)
     if getattr(value, "__objclass__", None) in _READ_ONLY_OWNERS and value.__name__ in _READ_ONLY_METHODS:
         return _read_only_method(frame, value, args, kwargs)
     if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
@@ -355,9 +357,11 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
     if isinstance(obj, ListVar):
         return _list_method(frame, obj, name, args)
     if isinstance(obj, DictVar):
-        return _dict_method(frame, obj, name, args)
+        return _dict_method(frame, obj, name, args, kwargs)
     if isinstance(obj, (SetVar, ConstVar)):
         return _set_method(frame, obj, name, args, kwargs)
+    if isinstance(obj, TupleVar) and hasattr(obj.tuple_type, "_fields") and name in ("_replace", "_asdict"):
+        return _namedtuple_method(frame, obj, name, args, kwargs)
     if isinstance(obj, TupleVar) and name in ("index", "count"):
         try:
             values = tuple(python_value(v) for v in obj.items)
@@ -395,8 +399,21 @@ def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Va
     return ConstVar(None)
 
 
-def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Var:
+def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    fields = obj.tuple_type._fields
+    if name == "_asdict":
+        return DictVar(dict(zip(fields, obj.items)))
+    unknown = set(kwargs) - set(fields)
+    if args or unknown:
+        throw(ValueError(f"Got unexpected field names: {sorted(unknown)!r}") if unknown else
+              TypeError("_replace() takes 1 positional argument"))
+    return TupleVar([kwargs.get(f, v) for f, v in zip(fields, obj.items)], tuple_type=obj.tuple_type)
+
+
+def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
     items = obj.items
+    if kwargs and name != "update":
+        frame.fail(f"dict.{name} with keyword arguments")
     if name == "items":
         return ListVar([TupleVar([ConstVar(k), v]) for k, v in items.items()])
     if name == "keys":
@@ -414,7 +431,9 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Va
     if name == "update":
         from .ops import dict_items
 
-        table.update(dict_items(frame, args[0]))
+        if args:
+            table.update(dict_items(frame, args[0]))
+        table.update(kwargs)
         return ConstVar(None)
     if name == "pop":
         key = python_value(args[0])
@@ -425,6 +444,9 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Va
         throw(KeyError(key))
     if name == "setdefault":
         return table.setdefault(python_value(args[0]), args[1] if len(args) > 1 else ConstVar(None))
+    if name == "clear":
+        table.clear()
+        return ConstVar(None)
     frame.fail(f"dict.{name} is not supported")
     raise AssertionError
 

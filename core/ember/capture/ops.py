@@ -402,6 +402,13 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
             frame.fail("iteration over a 0-d tensor")
         result = frame.state.graph.call("call_method", "unbind", (var, ConstVar(0)), {})
         return list(result.items)
+    if isinstance(var, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
+        from .calls import call_dunder
+
+        result = call_dunder(frame, var, "__iter__", [])
+        if result is not None:
+            return iterate(frame, result)
+        return [objects.from_shadow(frame, item) for item in evaluate(list, var.shadow)]
     if isinstance(var, (ConstVar, UserObjectVar)):
         from .calls import call_dunder
 

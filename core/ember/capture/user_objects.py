@@ -29,6 +29,7 @@ class UserObjectVar(Var):
         self.cls = cls
         self.items: dict[str, Var] = {}
         self.stand_in: Any = None  # what an object built over fake tensors holds in its place
+        self.rebuilding = False  # its rebuild expression is being written (a cycle reaches it again)
 
     def python_type(self) -> type:
         return self.cls
@@ -37,6 +38,7 @@ class UserObjectVar(Var):
         return f"UserObjectVar({self.cls.__name__})"
 
 
+_MISSING = object()
 _SKIPPED_ROOTS = ("torch", "builtins", "collections", "typing", "enum", "abc", "threading", "logging")
 
 
@@ -125,8 +127,14 @@ def _rebuild(cls: type, attrs: dict) -> Any:
 
 
 def rebuild_expr(out: "OutputBuilder", var: UserObjectVar) -> str:
-    body = ", ".join(f"{name!r}: {out.expr(value)}" for name, value in var.items.items())
+    from ..errors import Unsupported
+
+    if var.rebuilding:
+        raise Unsupported(f"returning a {var.cls.__name__} that refers to itself is not supported yet")
+    var.rebuilding = True
+    try:
+        body = ", ".join(f"{name!r}: {out.expr(value)}" for name, value in var.items.items())
+    finally:
+        var.rebuilding = False
     return f"{out.consts.name(_rebuild, 'mk')}({out.consts.name(var.cls, 'cls')}, {{{body}}})"
 
-
-_MISSING = object()
