@@ -91,3 +91,27 @@ def test_decoder_cache_made_inside_and_passed_back_in(build):
     assert got2.past_key_values is cache_got
     _assert_cache_equal(cache_got, cache_want)
     assert cache_got.get_seq_length() == 7
+
+
+def test_static_cache_passed_in_is_filled_in_place():
+    torch.manual_seed(0)
+    model = _llama().eval()
+    ids = torch.randint(0, 99, (2, 6))
+    mask = torch.ones(2, 6, dtype=torch.long)
+
+    def step(input_ids, attention_mask, past_key_values):
+        with torch.no_grad():
+            return model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=past_key_values)
+
+    cache_got = transformers.StaticCache(config=model.config, max_cache_len=16)
+    cache_want = transformers.StaticCache(config=model.config, max_cache_len=16)
+    backend, graphs = _counting()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = ember.compile(step, backend=backend)(ids, mask, cache_got)
+    assert not [w for w in caught if "ember" in str(w.message)]
+    want = step(ids, mask, cache_want)
+    assert len(graphs) == 1
+    torch.testing.assert_close(got.logits, want.logits)
+    assert got.past_key_values is cache_got
+    _assert_cache_equal(cache_got, cache_want)
