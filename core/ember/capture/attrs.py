@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import objects
+from . import objects, user_objects
 from .builder import wrap
 from .sources import AttrSource, DictEntrySource
 from .torch_ops import UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
@@ -56,6 +56,8 @@ def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
         return super_attr(frame, ConstVar(obj.cls), obj.self_var, name)
     if isinstance(obj, objects.ObjectVar):
         return objects.load_attr(frame, obj, name)
+    if isinstance(obj, user_objects.UserObjectVar):
+        return user_objects.load_attr(frame, obj, name)
     if isinstance(obj, TensorVar):
         return _tensor_attr(frame, obj, name)
     if isinstance(obj, (ListVar, DictVar, SetVar)) or (isinstance(obj, TupleVar) and obj.tuple_type is tuple):
@@ -197,6 +199,9 @@ def _wrap_attr(frame: "Frame", obj: ConstVar, name: str, attr: Any) -> Var:
 
 def store_attr(frame: "Frame", obj: Var, name: str, value: Any) -> None:
     """Record ``obj.name = value`` (or a deletion) to be replayed after the graph."""
+    if isinstance(obj, user_objects.UserObjectVar):  # built by the capture: nothing to replay
+        user_objects.store_attr(frame, obj, name, value)
+        return
     found = _input_of(frame, obj) if name == "grad" else None
     if found is not None and (isinstance(value, TensorVar) or (isinstance(value, ConstVar) and value.value is None)):
         source, tensor = found  # replayed on the input itself (zero_grad's ``p.grad = None``)

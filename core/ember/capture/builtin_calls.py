@@ -5,6 +5,7 @@ evaluated for real when every argument is a constant (see ``torch_ops.PURE_BUILT
 """
 from __future__ import annotations
 
+import collections
 import functools
 import operator
 from typing import TYPE_CHECKING, Any, Callable
@@ -14,6 +15,8 @@ import torch
 from .exceptions import Raised, evaluate, run_ahead, throw
 from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
 from .torch_ops import BINARY_OPS
+from .objects import ObjectVar
+from .user_objects import UserObjectVar
 from .values import (
     BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
 )
@@ -57,6 +60,18 @@ def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
         if result is not None:
             return result
         return ConstVar(len(obj.value))
+    if isinstance(obj, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
+        from .calls import call_dunder
+
+        result = call_dunder(frame, obj, "__len__", [])
+        return result if result is not None else ConstVar(evaluate(len, obj.shadow))
+    if isinstance(obj, UserObjectVar):
+        from .calls import call_dunder
+
+        result = call_dunder(frame, obj, "__len__", [])
+        if result is not None:
+            return result
+        throw(TypeError(f"object of type {obj.cls.__name__!r} has no len()"))
     frame.fail(f"len() of a {type(obj).__name__}")
     raise AssertionError
 
@@ -175,7 +190,7 @@ def _set(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 
 @handles(dict)
-def _dict(frame: "Frame", args: list, kwargs: dict) -> Var:
+def _dict(frame: "Frame", args: list, kwargs: dict, dict_type: type = dict) -> Var:
     from .ops import dict_items
 
     items: dict = {}
@@ -188,7 +203,10 @@ def _dict(frame: "Frame", args: list, kwargs: dict) -> Var:
                 key, value = iterate(frame, pair)
                 items[as_const(frame, key, "a dict key")] = value
     items.update(kwargs)
-    return DictVar(items)
+    return DictVar(items, dict_type=dict_type)
+
+
+BUILTIN_HANDLERS[collections.OrderedDict] = functools.partial(_dict, dict_type=collections.OrderedDict)
 
 
 def _fold_or_reduce(frame: "Frame", args: list, pick: Callable) -> Var:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import contexts, hooks, objects, skips, torch_helpers  # noqa: F401 (torch_helpers registers handlers)
+from . import contexts, hooks, locks, objects, skips, torch_helpers, user_objects  # noqa: F401 (torch_helpers registers handlers)
 from .attrs import ContainerMethod, TensorMethod
 from .builtin_calls import BUILTIN_HANDLERS
 from .exceptions import evaluate, is_plain_exception_class, run_ahead, throw
@@ -79,6 +79,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
     handler = _builtin_handler(value)
     if handler is not None:
         return handler(frame, args, kwargs)
+    if locks.is_lock_method(value):
+        return locks.lock_call(value)
     if getattr(value, "__objclass__", None) in _READ_ONLY_OWNERS and value.__name__ in _READ_ONLY_METHODS:
         return _read_only_method(frame, value, args, kwargs)
     if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
@@ -129,6 +131,8 @@ def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Va
         except NotConstant:
             frame.fail(f"{_name(value)} called with tensors or captured containers")
         return lift(evaluate(value, *py_args, **py_kwargs))
+    if user_objects.can_construct(value):
+        return user_objects.construct(frame, value, args, kwargs)
     user_call = inspect.getattr_static(type(value), "__call__", None)
     if isinstance(user_call, types.FunctionType) and not isinstance(value, type):
         return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
@@ -365,9 +369,11 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
     if isinstance(obj, ListVar):
         return _list_method(frame, obj, name, args)
     if isinstance(obj, DictVar):
-        return _dict_method(frame, obj, name, args)
+        return _dict_method(frame, obj, name, args, kwargs)
     if isinstance(obj, (SetVar, ConstVar)):
         return _set_method(frame, obj, name, args, kwargs)
+    if isinstance(obj, TupleVar) and hasattr(obj.tuple_type, "_fields") and name in ("_replace", "_asdict"):
+        return _namedtuple_method(frame, obj, name, args, kwargs)
     if isinstance(obj, TupleVar) and name in ("index", "count"):
         try:
             values = tuple(python_value(v) for v in obj.items)
@@ -405,8 +411,21 @@ def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Va
     return ConstVar(None)
 
 
-def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Var:
+def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    fields = obj.tuple_type._fields
+    if name == "_asdict":
+        return DictVar(dict(zip(fields, obj.items)))
+    unknown = set(kwargs) - set(fields)
+    if args or unknown:
+        throw(ValueError(f"Got unexpected field names: {sorted(unknown)!r}") if unknown else
+              TypeError("_replace() takes 1 positional argument"))
+    return TupleVar([kwargs.get(f, v) for f, v in zip(fields, obj.items)], tuple_type=obj.tuple_type)
+
+
+def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
     items = obj.items
+    if kwargs and name != "update":
+        frame.fail(f"dict.{name} with keyword arguments")
     if name == "items":
         return ListVar([TupleVar([ConstVar(k), v]) for k, v in items.items()])
     if name == "keys":
@@ -424,7 +443,9 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Va
     if name == "update":
         from .ops import dict_items
 
-        table.update(dict_items(frame, args[0]))
+        if args:
+            table.update(dict_items(frame, args[0]))
+        table.update(kwargs)
         return ConstVar(None)
     if name == "pop":
         key = python_value(args[0])
@@ -435,6 +456,9 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var]) -> Va
         throw(KeyError(key))
     if name == "setdefault":
         return table.setdefault(python_value(args[0]), args[1] if len(args) > 1 else ConstVar(None))
+    if name == "clear":
+        table.clear()
+        return ConstVar(None)
     frame.fail(f"dict.{name} is not supported")
     raise AssertionError
 
@@ -465,7 +489,10 @@ def _set_argument(frame: "Frame", var: Var, name: str) -> Any:
 # -- dunder dispatch and super() -------------------------------------------------------------
 def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | None:
     """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
-    cls = type(obj.shadow) if isinstance(obj, objects.ObjectVar) else type(obj.value)
+    if isinstance(obj, user_objects.UserObjectVar):
+        cls = obj.cls
+    else:
+        cls = type(obj.shadow) if isinstance(obj, objects.ObjectVar) else type(obj.value)
     method = inspect.getattr_static(cls, name, None)
     if isinstance(method, types.FunctionType):
         return inline_call(frame, ConstVar(method), [obj, *args], {})
@@ -485,6 +512,8 @@ def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
     obj_type = self_var.value if isinstance(self_var, ConstVar) and isinstance(self_var.value, type) else None
     if obj_type is None and isinstance(self_var, objects.ObjectVar):
         obj_type = type(self_var.shadow)
+    if obj_type is None and isinstance(self_var, user_objects.UserObjectVar):
+        obj_type = self_var.cls
     if obj_type is None:
         obj_type = type(self_var.value) if isinstance(self_var, ConstVar) else None
     if obj_type is None:

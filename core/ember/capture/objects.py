@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .user_objects import UserObjectVar
 from .values import BoundMethodVar, ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -51,6 +52,11 @@ def to_shadow(frame: "Frame", var: Var) -> Any:
         return var.value
     if isinstance(var, ObjectVar):
         return var.shadow
+    if isinstance(var, UserObjectVar):  # an empty stand-in of its class, mapped back by from_shadow
+        if var.stand_in is None:
+            var.stand_in = var.cls.__new__(var.cls)
+            frame.state.shadows[id(var.stand_in)] = var
+        return var.stand_in
     if isinstance(var, (TupleVar, ListVar)):
         items = [to_shadow(frame, v) for v in var.items]
         if isinstance(var, ListVar):

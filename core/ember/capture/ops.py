@@ -16,6 +16,7 @@ from ..errors import Unsupported
 from . import objects
 from .exceptions import evaluate, throw
 from .objects import ObjectVar
+from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
     NULL, BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar,
@@ -231,6 +232,14 @@ def truthy(frame: "Frame", var: Var) -> bool:
         return True
     if isinstance(var, ObjectVar):
         return bool(var.shadow)
+    if isinstance(var, UserObjectVar):
+        from .calls import call_dunder
+
+        for name in ("__bool__", "__len__"):
+            result = call_dunder(frame, var, name, [])
+            if result is not None:
+                return bool(as_const(frame, result, f"{name}()"))
+        return True
     frame.fail(f"truth value of a {_kind(var)} is not supported")
     raise AssertionError
 
@@ -272,6 +281,13 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
                 frame.fail(f"{obj.dict_type.__name__}[{key!r}] would call __missing__")
             throw(KeyError(key))
         return obj.items[key]
+    if isinstance(obj, UserObjectVar):
+        from .calls import call_dunder
+
+        result = call_dunder(frame, obj, "__getitem__", [index])
+        if result is None:
+            frame.fail(f"{obj.cls.__name__} object is not subscriptable")
+        return result
     if isinstance(obj, ObjectVar):
         from .calls import call_dunder
 
@@ -388,12 +404,21 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
             frame.fail("iteration over a 0-d tensor")
         result = frame.state.graph.call("call_method", "unbind", (var, ConstVar(0)), {})
         return list(result.items)
-    if isinstance(var, ConstVar):
+    if isinstance(var, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
         from .calls import call_dunder
 
         result = call_dunder(frame, var, "__iter__", [])
         if result is not None:
             return iterate(frame, result)
+        return [objects.from_shadow(frame, item) for item in evaluate(list, var.shadow)]
+    if isinstance(var, (ConstVar, UserObjectVar)):
+        from .calls import call_dunder
+
+        result = call_dunder(frame, var, "__iter__", [])
+        if result is not None:
+            return iterate(frame, result)
+        if isinstance(var, UserObjectVar):
+            return _iterate_by_index(frame, var)
         value = var.value
         if isinstance(value, (str, bytes, range, tuple, list, dict, set, frozenset, torch.Size)) or hasattr(
             value, "__next__"
@@ -403,6 +428,26 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
                 frame.fail("iteration over a constant holding tensors")
             return [lift(i) for i in items]
     frame.fail(f"iteration over a {_kind(var)} is not supported")
+    raise AssertionError
+
+
+def _iterate_by_index(frame: "Frame", var: UserObjectVar) -> list[Var]:
+    """The old sequence protocol: ``obj[0]``, ``obj[1]``... until ``__getitem__`` raises IndexError."""
+    from .calls import call_dunder
+    from .exceptions import Raised
+
+    items: list[Var] = []
+    while len(items) < 100_000:
+        try:
+            item = call_dunder(frame, var, "__getitem__", [ConstVar(len(items))])
+        except Raised as raised:
+            if isinstance(raised.value.value, IndexError):
+                return items
+            raise
+        if item is None:
+            frame.fail(f"iteration over a {var.cls.__name__} (no Python __iter__ or __getitem__)")
+        items.append(item)
+    frame.fail(f"iteration over a {var.cls.__name__} does not end")
     raise AssertionError
 
 

@@ -15,6 +15,8 @@ import torch
 from ..errors import Unsupported
 from .graph import GraphBuilder
 from .sources import Constants
+from .objects import ObjectVar
+from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import BoundMethodVar, ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
 _LITERALS = (bool, int, str, type(None), bytes)
@@ -43,12 +45,15 @@ class OutputBuilder:
             if isinstance(var, TupleVar):
                 for item in var.items:
                     visit(item)
-            elif isinstance(var, (ListVar, DictVar, SetVar)):
+            elif isinstance(var, ObjectVar):  # a dataclass built by the capture: its arguments
+                for item in [*var.args, *var.kwargs.values()]:
+                    visit(item)
+            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar)):
                 counts[id(var)] = counts.get(id(var), 0) + 1
                 if counts[id(var)] > 1:
                     return
-                if isinstance(var, (ListVar, DictVar)):  # a set's items are plain Python values
-                    for item in var.items.values() if isinstance(var, DictVar) else var.items:
+                if not isinstance(var, SetVar):  # a set's items are plain Python values
+                    for item in var.items if isinstance(var, ListVar) else var.items.values():
                         visit(item)
                 order.append(var)  # after its items: they are bound first
         for root in roots:
@@ -97,10 +102,12 @@ class OutputBuilder:
                 return "{" + body + "}"
             return f"{self.consts.name(var.dict_type, 'D')}({{{body}}})"
         from .attrs import ContainerMethod, TensorMethod
-        from .objects import ObjectVar, rebuild_expr
+        from .objects import rebuild_expr
 
         if isinstance(var, ObjectVar):
             return rebuild_expr(self, var)
+        if isinstance(var, UserObjectVar):
+            return rebuild_object(self, var)
         if isinstance(var, TensorMethod):
             return f"{self.expr(var.tensor)}.{var.name}"
         if isinstance(var, ContainerMethod) and var.container.source is not None:  # bound to the real object

@@ -1,0 +1,140 @@
+"""Instances of plain Python classes created inside captured code (HF's ``DynamicCache``).
+
+Calling a user class whose ``__init__`` is Python code makes a :class:`UserObjectVar`: an object
+that exists only in the capture, its instance attributes held as Vars in ``items`` (so the
+capture's undo log can restore them). ``__init__`` and methods are inlined, attribute stores
+update ``items`` (the object is new, so nothing is replayed), and the runner builds the real
+object after the graph from its recorded attributes (``cls.__new__`` plus its ``__dict__``).
+Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, slots or abstract methods are
+refused (the call breaks the graph instead).
+"""
+from __future__ import annotations
+
+import abc
+import inspect
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .values import BoundMethodVar, ConstVar, Var
+
+if TYPE_CHECKING:
+    from .frame import Frame
+    from .output import OutputBuilder
+
+
+class UserObjectVar(Var):
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.items: dict[str, Var] = {}
+        self.stand_in: Any = None  # what an object built over fake tensors holds in its place
+        self.rebuilding = False  # its rebuild expression is being written (a cycle reaches it again)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def __repr__(self) -> str:
+        return f"UserObjectVar({self.cls.__name__})"
+
+
+_MISSING = object()
+_SKIPPED_ROOTS = ("torch", "builtins", "collections", "typing", "enum", "abc", "threading", "logging")
+
+
+def can_construct(cls: Any) -> bool:
+    """A plain Python class the capture can build: Python ``__init__`` (or none), the default
+    ``__new__``, ``__setattr__`` and ``__getattribute__``, a ``__dict__`` and no abstract methods."""
+    if not isinstance(cls, type) or type(cls) not in (type, abc.ABCMeta):
+        return False
+    if cls.__module__.split(".")[0] in _SKIPPED_ROOTS or issubclass(cls, (torch.nn.Module, BaseException)):
+        return False
+    if any(base.__module__ == "builtins" and base is not object for base in cls.__mro__):
+        return False  # a subclass of dict, list, tuple...: not a plain object
+    if getattr(cls, "__abstractmethods__", None) or "__slots__" in cls.__dict__:
+        return False
+    if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ \
+            or cls.__getattribute__ is not object.__getattribute__:
+        return False
+    return cls.__init__ is object.__init__ or isinstance(inspect.getattr_static(cls, "__init__"), types.FunctionType)
+
+
+def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> UserObjectVar:
+    from .calls import inline_call
+
+    var = UserObjectVar(cls)
+    init = inspect.getattr_static(cls, "__init__")
+    if isinstance(init, types.FunctionType):
+        result = inline_call(frame, ConstVar(init), [var, *args], kwargs)
+        if not (isinstance(result, ConstVar) and result.value is None):
+            frame.fail(f"{cls.__name__}.__init__ returned a value")
+    elif args or kwargs:
+        frame.fail(f"{cls.__name__}() takes no arguments")
+    return var
+
+
+def load_attr(frame: "Frame", obj: UserObjectVar, name: str) -> Var:
+    from .calls import call, inline_call
+    from .exceptions import throw
+    from .ops import lift
+
+    if name == "__class__":
+        return ConstVar(obj.cls)
+    if name == "__dict__":
+        frame.fail(f"reading __dict__ of a {obj.cls.__name__} built in captured code")
+    static = inspect.getattr_static(obj.cls, name, _MISSING)
+    if isinstance(static, property):  # data descriptors win over the instance dict
+        return inline_call(frame, ConstVar(static.fget), [obj], {})
+    if name in obj.items:
+        return obj.items[name]
+    if isinstance(static, types.FunctionType):
+        return BoundMethodVar(ConstVar(static), obj)
+    if isinstance(static, staticmethod):
+        return ConstVar(static.__func__)
+    if isinstance(static, classmethod):
+        return BoundMethodVar(ConstVar(static.__func__), ConstVar(obj.cls))
+    if static is not _MISSING:
+        if hasattr(type(static), "__get__"):
+            frame.fail(f"descriptor {name!r} of {obj.cls.__name__}")
+        return lift(static)
+    fallback = inspect.getattr_static(obj.cls, "__getattr__", None)
+    if isinstance(fallback, types.FunctionType):
+        return call(frame, ConstVar(fallback), [obj, ConstVar(name)], {})
+    throw(AttributeError(f"{obj.cls.__name__!r} object has no attribute {name!r}"))
+    raise AssertionError
+
+
+def store_attr(frame: "Frame", obj: UserObjectVar, name: str, value: Any) -> None:
+    """``obj.name = value`` (a Var) or ``del obj.name`` (``value`` is side_effects.DELETED)."""
+    from .exceptions import throw
+    from .side_effects import DELETED
+
+    if isinstance(inspect.getattr_static(obj.cls, name, None), property):
+        frame.fail(f"assignment to property {name!r} of {obj.cls.__name__}")
+    frame.state.remember(obj)
+    if value is DELETED:
+        if name not in obj.items:
+            throw(AttributeError(name))
+        del obj.items[name]
+    else:
+        obj.items[name] = value
+
+
+def _rebuild(cls: type, attrs: dict) -> Any:
+    obj = cls.__new__(cls)
+    obj.__dict__.update(attrs)
+    return obj
+
+
+def rebuild_expr(out: "OutputBuilder", var: UserObjectVar) -> str:
+    from ..errors import Unsupported
+
+    if var.rebuilding:
+        raise Unsupported(f"returning a {var.cls.__name__} that refers to itself is not supported yet")
+    var.rebuilding = True
+    try:
+        body = ", ".join(f"{name!r}: {out.expr(value)}" for name, value in var.items.items())
+    finally:
+        var.rebuilding = False
+    return f"{out.consts.name(_rebuild, 'mk')}({out.consts.name(var.cls, 'cls')}, {{{body}}})"
+
