@@ -5,8 +5,9 @@ that exists only in the capture, its instance attributes held as Vars in ``items
 capture's undo log can restore them). ``__init__`` and methods are inlined, attribute stores
 update ``items`` (the object is new, so nothing is replayed), and the runner builds the real
 object after the graph from its recorded attributes (``cls.__new__`` plus its ``__dict__``).
-Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, slots or abstract methods are
-refused (the call breaks the graph instead).
+Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, slots or abstract methods, and
+context managers (entered in Python at a graph break, see ``contexts.py``) are refused (the call
+breaks the graph instead).
 """
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ def can_construct(cls: Any) -> bool:
     if any(base.__module__ == "builtins" and base is not object for base in cls.__mro__):
         return False  # a subclass of dict, list, tuple...: not a plain object
     if getattr(cls, "__abstractmethods__", None) or "__slots__" in cls.__dict__:
+        return False
+    if hasattr(cls, "__exit__"):  # a context manager: made and entered in Python at a graph break
         return False
     if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ \
             or cls.__getattribute__ is not object.__getattribute__:
