@@ -46,8 +46,10 @@ def _model_output(x):
 
 
 def _logger(x):
-    logging.getLogger("ember.test.protocols").debug("not shown")
-    return x + 1
+    # getLogger of an existing logger only reads the registry (under its RLock): one graph.
+    # Logging a message is standard-library work that runs at a graph break, as torch.compile's.
+    log = logging.getLogger("ember.test.protocols")
+    return x + 1 if log.name.startswith("ember") else x
 
 
 def _assert_same(got, want):
