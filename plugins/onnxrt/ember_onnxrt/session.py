@@ -4,6 +4,9 @@ The session is built once per piece. Each call binds the torch input tensors' me
 to onnxruntime (``IOBinding.bind_input`` with the tensor's data pointer; non-contiguous inputs
 are made contiguous first) and lets onnxruntime write the results straight into torch tensors
 allocated here (``bind_output`` with their data pointers): no numpy round trip, no copies.
+A tensor with no elements has no memory (its data pointer is null, which onnxruntime refuses for
+an output): such an output is allocated here as an empty tensor, and onnxruntime writes its own
+(empty) result to memory it allocates and that is dropped.
 """
 from __future__ import annotations
 
@@ -104,7 +107,10 @@ class OrtModule(torch.nn.Module):
         outputs = []
         for name, elem_type, shape, dtype in self._outputs:
             out = torch.empty(shape, dtype=dtype, device=self.device)
-            binding.bind_output(name, kind, index, elem_type, shape, out.data_ptr())
+            if out.numel() == 0:
+                binding.bind_output(name, kind, index)
+            else:
+                binding.bind_output(name, kind, index, elem_type, shape, out.data_ptr())
             outputs.append(out)
         if kind == "cuda":
             torch.cuda.current_stream(self.device).synchronize()  # inputs written by torch
