@@ -135,3 +135,29 @@ def test_threads_share_one_compiled_function():
     for i, a in enumerate(inputs):
         torch.testing.assert_close(results[i], _fn(*a))
     assert len(compiled.placements()) == 4
+
+
+def test_empty_outputs_run_in_onnxruntime():
+    """A 0-element tensor has a null data pointer, which onnxruntime refuses to bind as an
+    output: such outputs are allocated by the backend, never bound to user memory."""
+    def fn(x, w):
+        return (x @ w).sum(0), x + 1, torch.tanh(x @ w)
+
+    args = [torch.zeros(0, 4), torch.randn(4, 3)]
+    compiled = check(fn, *args)
+    assert all_in_onnxruntime(compiled)
+
+
+def test_empty_tensor_through_ember_compile(recwarn):
+    import ember
+
+    def fn(x):
+        return x.sum(), x.shape, x + 1
+
+    x = torch.zeros(0, 3)
+    out, expected = ember.compile(fn, backend="onnxrt")(x), fn(x)
+    assert out[1] == expected[1]
+    for a, b in ((out[0], expected[0]), (out[2], expected[2])):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        torch.testing.assert_close(a, b)
+    assert not [w for w in recwarn if "ember" in str(w.message)]

@@ -78,13 +78,6 @@ EXPECTED: dict[Key, str] = {
     **{(name, variant, "*", "*", "*"): "capture: sparse CSR inputs: reading their strides for guards "
        "raises (internal error), runs eagerly with a warning"
        for name, variant in [("sparse.sampled_addmm", ""), ("sparse.mm", "reduce")]},
-    # inductor: a kernel is generated for a 0-element iteration space (eye(0), a batch of 0 matrices);
-    # simplifying its index takes ModularIndexing(x, d, 0), i.e. x % 0, and compiling raises (strict
-    # mode; otherwise the graph runs with aten, correct). Fix: emit no kernel for an empty range.
-    ("eye", "", "*", "fwd", "inductor"): "inductor: size-0 output, ZeroDivisionError in indexing._simplify_atom",
-    **{(name, "", "float32", "bwd", "inductor"): "inductor: size-0 batch in the backward, ZeroDivisionError "
-       "in indexing._simplify_atom"
-       for name in ["linalg.det", "linalg.slogdet", "linalg.svd", "logdet", "svd"]},
 }
 
 

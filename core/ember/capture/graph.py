@@ -12,10 +12,9 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
-
 from ..errors import Unsupported
 from . import global_state
+from .eager_checks import CheckedFakeTensorMode
 from .sources import Source
 from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
 
@@ -42,7 +41,7 @@ class GraphBuilder:
 
     def __init__(self) -> None:
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
+        self.fake_mode = CheckedFakeTensorMode()
         self.inputs: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
         self._input_vars: dict[int, TensorVar] = {}
         self._last_placeholder: torch.fx.Node | None = None

@@ -57,7 +57,7 @@ class DebugDump:
 
     def write_ir(self, graph: Any, scheduler: Any) -> None:
         from . import ir
-        from .scheduler import FusedGroup
+        from .scheduler import EmptyGroup, FusedGroup
         lines = []
         for op in graph.operations:
             if isinstance(op, ir.ComputedBuffer):
@@ -72,6 +72,8 @@ class DebugDump:
             if isinstance(g, FusedGroup):
                 fus.append(f"group {k}: kernel over outer={g.plan.outer} r={g.plan.r}: "
                            f"{[n.name for n in g.nodes]} stages={[(lvl, [p.node.name for p in ps]) for lvl, ps in g.plan.stages]}")
+            elif isinstance(g, EmptyGroup):
+                fus.append(f"group {k}: no kernel, empty buffer {g.node.name}")
             else:
                 fus.append(f"group {k}: extern {g.node.kernel.op} ({g.node.name})")
         self._write("fusion.txt", "\n".join(fus) + "\n")

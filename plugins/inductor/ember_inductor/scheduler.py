@@ -5,6 +5,9 @@ ranges inside. Nodes fuse when their iteration spaces agree (same numel, or nume
 pointwise work inside a reduction loop) and every read of a buffer produced in the kernel is at
 exactly the index it was written at, so no value is ever recomputed and no cross-iteration
 dependence appears. Reads are analysed by running node bodies with a recording ops handler.
+A node whose outer iteration space has no elements computes nothing: it is an
+:class:`EmptyGroup`, for which no kernel is planned nor generated (its index expressions would
+divide by the zero sizes); the wrapper only allocates its empty buffer.
 """
 from __future__ import annotations
 
@@ -195,6 +198,20 @@ class ExternGroup:
         return True
 
 
+class EmptyGroup:
+    """A node with a 0-element outer iteration space: no kernel, only its (empty) buffer."""
+
+    def __init__(self, node: SchedulerNode) -> None:
+        self.node = node
+        self.nodes = [node]
+        self.names = {node.name}
+        self.order = node.order
+        self.read_names: set[str] = set()  # no element is computed, so nothing is read
+
+    def is_extern(self) -> bool:
+        return False
+
+
 class Scheduler:
     def __init__(self, graph: Any) -> None:
         self.graph = graph
@@ -245,6 +262,8 @@ class Scheduler:
         for n in self.nodes:
             if n.is_extern():
                 g: Any = ExternGroup(n)
+            elif n.numel == 0:
+                g = EmptyGroup(n)
             else:
                 plan = plan_kernel([n])
                 assert plan is not None
@@ -257,14 +276,14 @@ class Scheduler:
         while changed:
             changed = False
             for g in list(groups):
-                if g not in groups or g.is_extern():
+                if g not in groups or not isinstance(g, FusedGroup):
                     continue
                 candidates = [group_of[name] for name in sorted(g.read_names) if name in group_of]
                 readers = {name: None for name in g.read_names}
-                candidates += [h for h in groups if h is not g and not h.is_extern()
+                candidates += [h for h in groups if h is not g and isinstance(h, FusedGroup)
                                and h.read_names & readers.keys()]
                 for h in candidates:
-                    if h is g or h.is_extern() or h not in groups:
+                    if h is g or not isinstance(h, FusedGroup) or h not in groups:
                         continue
                     merged = self._try_merge(h, g, groups)
                     if merged is not None:
@@ -273,7 +292,9 @@ class Scheduler:
                             group_of[name] = merged
                         g = merged
                         changed = True
-        return groups
+        # an empty buffer read only by other empty nodes is never needed
+        needed = set(self.output_names).union(*(g.read_names for g in groups))
+        return [g for g in groups if not isinstance(g, EmptyGroup) or g.names & needed]
 
     def _try_merge(self, a: FusedGroup, b: FusedGroup, groups: list[Any]) -> FusedGroup | None:
         nodes = sorted(a.nodes + b.nodes, key=lambda n: n.order)

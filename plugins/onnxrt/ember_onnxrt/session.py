@@ -4,6 +4,8 @@ The session is built once per piece. Each call binds the torch input tensors' me
 to onnxruntime (``IOBinding.bind_input`` with the tensor's data pointer; non-contiguous inputs
 are made contiguous first) and lets onnxruntime write the results straight into torch tensors
 allocated here (``bind_output`` with their data pointers): no numpy round trip, no copies.
+A tensor with no elements has no memory (its data pointer is null, which onnxruntime refuses to
+bind): it is bound at the address of a one-element scratch tensor that nothing reads or writes.
 """
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ add("bitwise_bool", lambda a, b: (a & b, a | b, a ^ b, ~a),
     [(t(5, dtype=torch.bool), t(5, dtype=torch.bool, seed=9))], 1)
 
 # -- tensor with Python scalars -----------------------------------------------------------------
-add("tensor_scalar_right", lambda x: (x + 2, x * 0.5, x - True, x / 3, x ** 2), SHAPES, 2)
+add("tensor_scalar_right", lambda x: (x + 2, x * 0.5, x - True, x / 3, x ** 2), SHAPES, 2,
+    breaks="with a bool tensor is not supported")  # eager raises: the graph breaks at `x - True`
 add("tensor_scalar_left", lambda x: (2 + x, 0.5 * x, 1 - x, 3 / (x.abs() + 1), 2 ** x), SHAPES, 2)
 add("scalar_arg_into_tensor_op", lambda x, a: x * a + a, [(t(3), 2.0), (t(3), 3.0), (t(3), 2.0)], 2)
 add("int_scalar_arg", lambda x, n: x * n, [(t(3), 2), (t(3), 5)], 2)

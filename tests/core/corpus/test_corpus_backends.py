@@ -36,18 +36,7 @@ ALWAYS = "test_corpus_backend_traps::"
 CHILD = Path(__file__).with_name("backend_child.py")
 #: Known differences from eager, by backend: reported, not failed; one that passes fails the
 #: test until it is removed from here.
-KNOWN = {
-    "inductor": {
-        "test_corpus_arith::tensor_scalar_right": "`x - True` raises in eager (subtracting a bool), "
-        "the decomposed aten graph computes it",
-    },
-    "onnxrt": {
-        "test_corpus_arith::tensor_scalar_right": "`x - True` raises in eager (subtracting a bool), "
-        "the ONNX model computes it",
-        "test_corpus_tensors::empty_tensor": "onnxruntime's IO binding raises on an empty output "
-        "instead of the backend falling back",
-    },
-}
+KNOWN: dict[str, dict[str, str]] = {}
 CHILD_TIMEOUT_S = 600
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from .. import ir
-from ..scheduler import FusedGroup, Scheduler
+from ..scheduler import EmptyGroup, ExternGroup, FusedGroup, Scheduler
 
 
 aten = torch.ops.aten
@@ -142,6 +142,8 @@ class WrapperCodegen:
     def _group_reads(self, g: Any) -> set[str]:
         if isinstance(g, FusedGroup):
             return set(self.kernels[id(g)][1])
+        if isinstance(g, EmptyGroup):
+            return set()
         return set(g.read_names)
 
     def generate(self) -> str:
@@ -177,8 +179,8 @@ class WrapperCodegen:
         for i, g in enumerate(groups):
             lines: list[str] = []
             check: list[str] = []
-            if isinstance(g, FusedGroup):
-                kname, params = self.kernels[id(g)]
+            if isinstance(g, (FusedGroup, EmptyGroup)):
+                kname, params = self.kernels[id(g)] if isinstance(g, FusedGroup) else ("", [g.node.name])
                 for name in params:
                     if name in g.names and name not in self.var:
                         lay = self.graph.names[name].layout
@@ -193,9 +195,11 @@ class WrapperCodegen:
                         self.var[name] = var
                         alloc_key[name] = key
                         live_vars.setdefault(root[name], []).append(var)
+            # an EmptyGroup computes no element: the allocation above is its whole result
+            if isinstance(g, FusedGroup):
                 args = ", ".join(self.var[n] if self.tensor_args else f"{self.var[n]}.data_ptr()" for n in params)
                 lines.append(f"{kname}({args})")
-            else:
+            elif isinstance(g, ExternGroup):
                 kernel = g.node.kernel
                 linear_args = _as_linear(kernel)
                 if linear_args is not None:
