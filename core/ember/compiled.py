@@ -37,7 +37,8 @@ log_fallback = logging.getLogger("ember.fallback")
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 
 
-#: callbacks ``(event, details)`` told about graphs, breaks and fallbacks (used by explain)
+#: callbacks ``(event, details)`` told about graphs, breaks, fallbacks and when capture starts and
+#: ends ("capturing", active=True/False) (used by explain)
 OBSERVERS: list[Callable[[str, dict], None]] = []
 
 
@@ -131,10 +132,13 @@ class CompiledFunction:
 
     def _compile(self, L: dict) -> Entry:
         start = time.perf_counter()
+        _notify("capturing", active=True)
         try:
             cap = capture(self.fn, L, allow_breaks=not self.fullgraph)
         except Unsupported as exc:
             return self._fallback_entry(exc)
+        finally:
+            _notify("capturing", active=False)
         if cap.break_exc is not None:
             self._note_break(cap.break_exc)
         gm = cap.graph_module

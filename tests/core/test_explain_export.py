@@ -64,3 +64,32 @@ def test_export_returns_a_graph_module_that_matches_eager():
 def test_export_fails_naming_the_break():
     with pytest.raises(ember.Unsupported, match="if b.sum"):
         ember.export(bar, torch.randn(10), torch.randn(10))
+
+
+def test_explain_counts_tensor_ops_in_graphs_and_outside():
+    out = ember.explain(bar)(torch.randn(10), torch.ones(10))  # b.sum() >= 0: `b * -1` does not run
+    assert (out.ops_in_graphs, out.ops_outside_graphs) == (6, 0) and out.graph_op_share == 1.0
+    assert "Tensor Ops Run In Graphs: 100% (6 in graphs, 0 eagerly)" in str(out)
+
+    def through_numpy(x):
+        y = x.sin()
+        z = x.numpy().sum()  # breaks: numpy runs in Python
+        return y + torch.tensor(z)  # torch.tensor of a numpy value: made in Python, not in a graph
+
+    out = ember.explain(through_numpy)(torch.randn(3))
+    assert (out.ops_in_graphs, out.ops_outside_graphs) == (2, 1), str(out)
+
+
+def test_explain_counts_the_ops_of_a_function_that_ran_eagerly():
+    def handler_breaks(x):
+        try:
+            raise ValueError
+        except ValueError:
+            print("in the handler")  # no break possible inside a handler: the function runs eagerly
+            y = x.cos()
+        return y.sin()
+
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        out = ember.explain(handler_breaks)(torch.randn(3))
+    assert out.fallbacks and out.graph_count == 0
+    assert (out.ops_in_graphs, out.ops_outside_graphs) == (0, 2) and out.graph_op_share == 0.0
