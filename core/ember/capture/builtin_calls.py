@@ -299,6 +299,16 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
                     return ConstVar(False)
                 raise
         return ConstVar(hasattr(obj.value, name))
+    from . import user_objects
+
+    if isinstance(obj, user_objects.UserObjectVar):  # a property or __getattr__ may raise
+        try:
+            user_objects.load_attr(frame, obj, name)
+            return ConstVar(True)
+        except Raised as raised:
+            if isinstance(raised.value.value, AttributeError):
+                return ConstVar(False)
+            raise
     frame.fail(f"hasattr on a {type(obj).__name__}")
     raise AssertionError
 

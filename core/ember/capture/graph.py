@@ -143,7 +143,7 @@ class GraphBuilder:
         self.graph.output(tuple(t.node for t in tensors))
 
 
-_QUERY_PREFIXES = ("is_", "get_", "_is_", "_get_", "can_", "promote_types", "result_type", "finfo", "iinfo",
+_QUERY_PREFIXES = ("is_", "get_", "_is_", "_get_", "_are_", "can_", "promote_types", "result_type", "finfo", "iinfo",
                    "broadcast_shapes", "Size", "device", "numel", "typename")
 
 
