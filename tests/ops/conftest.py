@@ -16,7 +16,6 @@ import pytest
 
 os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember_opinfo_tests_"))
 os.environ["EMBER_INDUCTOR_STRICT"] = "1"
-os.environ["EMBER_INDUCTOR_EAGER_FALLBACK"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 REPORT = os.environ.get("EMBER_OPINFO_REPORT", os.path.join(tempfile.gettempdir(), "ember_opinfo_results.json"))
@@ -41,6 +40,13 @@ def _time_limit():
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(autouse=True)
+def _compiled_code_only(monkeypatch: pytest.MonkeyPatch):
+    """The compiled code itself is compared: no measured choice of eager (for these tests only;
+    a module-level setting would reach every test of the session)."""
+    monkeypatch.setenv("EMBER_INDUCTOR_EAGER_FALLBACK", "0")
 
 
 @pytest.fixture(autouse=True)
