@@ -55,10 +55,10 @@ def _transformers_models():
             hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, vocab_size=vocab)),
             {}, "last_hidden_state"),
         "gpt2": (transformers.GPT2LMHeadModel(transformers.GPT2Config(
-            n_embd=32, n_layer=2, n_head=2, vocab_size=vocab, n_positions=64)), {"use_cache": False}, "logits"),
+            n_embd=32, n_layer=2, n_head=2, vocab_size=vocab, n_positions=64)), {}, "logits"),
         "llama": (transformers.LlamaForCausalLM(transformers.LlamaConfig(
             hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-            intermediate_size=64, vocab_size=vocab)), {"use_cache": False}, "logits"),
+            intermediate_size=64, vocab_size=vocab)), {}, "logits"),
     }
 
 
