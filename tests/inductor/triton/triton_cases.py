@@ -120,6 +120,42 @@ CASES: list[Case] = [
 ]
 
 
+def _opinfo(name: str, index: int, dtype: torch.dtype = torch.float32) -> tuple[Callable, Callable[[str], tuple]]:
+    """Sample ``index`` of torch's OpInfo for ``name`` as a case: its tensors are the inputs."""
+    from torch.testing._internal.common_methods_invocations import op_db
+    from torch.utils import _pytree as pytree
+    op = next(o for o in op_db if o.name == name and o.variant_test_name == "")
+
+    made: list = []  # the last sample's leaves and structure (make runs before fn)
+
+    def make(dev: str) -> tuple:
+        sample = list(op.sample_inputs(dev, dtype))[index]
+        made[:] = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
+        return tuple(x for x in made[0] if isinstance(x, torch.Tensor))
+
+    def fn(*tensors: torch.Tensor) -> Any:
+        it = iter(tensors)
+        inp, args, kwargs = pytree.tree_unflatten([next(it) if isinstance(x, torch.Tensor) else x
+                                                   for x in made[0]], made[1])
+        return op.op(inp, *args, **kwargs)
+    return fn, make
+
+
+# Losses on their OpInfo samples, on which kernels did not compile for sm_90: 0-dim inputs make a
+# reduction of values loaded at a fixed index and constants (scalars broadcast to the block), a
+# class index read from memory makes a masked load at a scalar index.
+OPINFO_CASES: list[Case] = [
+    (f"opinfo_{name.split('.')[-1]}_{index}_{str(dtype)[6:]}", *_opinfo(name, index, dtype))
+    for name, index, dtype in [
+        ("nn.functional.binary_cross_entropy", 0, torch.float32),
+        ("nn.functional.binary_cross_entropy", 0, torch.bfloat16),
+        ("nn.functional.multi_margin_loss", 1, torch.float32),
+        ("nn.functional.multilabel_margin_loss", 0, torch.float32),
+        ("nn.functional.multilabel_soft_margin_loss", 0, torch.bfloat16),
+    ]]
+CASES += OPINFO_CASES
+
+
 def case_ids() -> list[str]:
     return [c[0] for c in CASES]
 

@@ -81,6 +81,8 @@ def texpr(e: Any) -> str:
 
 
 def constant(value: Any, dtype: torch.dtype) -> str:
+    """A typed 0-d constant: like a value loaded at a fixed index it broadcasts to any block,
+    through ``tl.broadcast_to`` and stores too (a ``[1]`` block broadcasts only to 1-D ones)."""
     dtype = compute_dtype(dtype)
     if dtype == torch.bool:
         v = "1" if value else "0"
@@ -89,7 +91,7 @@ def constant(value: Any, dtype: torch.dtype) -> str:
         v = f'float("{f}")' if not math.isfinite(f) else repr(f)
     else:
         v = str(int(value))
-    return f"tl.full([1], {v}, {tl_type(dtype)})"
+    return f"tl.full([], {v}, {tl_type(dtype)})"
 
 
 def _pow2(n: int) -> int:
@@ -297,7 +299,9 @@ class TritonKernel:
             parts += self._level_mask()
         parts += list(extra)
         idx = texpr(e)
-        if (parts or store) and not names & ({"xindex", "yindex", "rindex"} | self.indirect):
+        # an index of no range variable (a constant, or a value loaded at one) is a scalar: masked
+        # or stored through, it needs the block's shape
+        if (parts or store) and not names & {"xindex", "yindex", "rindex"}:
             idx = f"{idx} + {self._level_zeros()}"
             parts += self._level_mask()
         parts = list(dict.fromkeys(parts))

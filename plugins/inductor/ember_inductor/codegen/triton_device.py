@@ -3,6 +3,7 @@
 On a GPU (or when compiling to PTX) this is ``triton.language.extra.cuda.libdevice``. Triton's
 interpreter (``TRITON_INTERPRET=1``) cannot run extern functions, so there the same names are
 provided by numpy on the interpreter's tensors: the generated source is identical in both cases.
+Two bugs of Triton 3.6's interpreter that generated kernels meet are patched here too.
 """
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ def _elementwise(fn: Callable) -> Callable:
         datas = np.broadcast_arrays(*[a.handle.data for a in args])
         with np.errstate(all="ignore"):
             out = np.asarray(fn(*datas)).astype(datas[0].dtype)
-        ty = tl.core.block_type(first.dtype, list(out.shape)) if out.shape else first.dtype
+        # the interpreter holds a scalar as a 1-element array: the result's rank is the arguments'
+        shapes = [a.type.get_block_shapes() for a in args if a.type.is_block()]
+        ty = tl.core.block_type(first.dtype, list(np.broadcast_shapes(*shapes))) if shapes else first.dtype
         return tl.core.tensor(TensorHandle(out, first.dtype), ty)
     return call
 
@@ -60,8 +63,23 @@ def _patch_interpreter_index() -> None:
     interpreter._patch_lang_tensor = patch
 
 
+def _patch_interpreter_splat() -> None:
+    """Triton 3.6's interpreter gives a comparison's result the element type of its operands
+    (``a != a`` on float32 scalars holds bools typed float32); splatting such a scalar to a block
+    (``mask | (a != a)``) then makes float32 data that ``|`` refuses. Splat to the block type's
+    element type, which the language computed correctly (``int1``), as compiled code does."""
+    from triton.runtime import interpreter
+
+    def create_splat(self: Any, ret_ty: Any, arg: Any) -> Any:
+        dtype = ret_ty.scalar
+        value = arg.data.reshape(-1)[0] if arg.data.shape else arg.data
+        return interpreter.TensorHandle(np.full(ret_ty.shape, value, dtype=interpreter._get_np_dtype(dtype)), dtype)
+    interpreter.InterpreterBuilder.create_splat = create_splat
+
+
 if interpreting():
     libdevice: Any = _InterpreterLibdevice()
     _patch_interpreter_index()
+    _patch_interpreter_splat()
 else:
     from triton.language.extra.cuda import libdevice  # noqa: F401
