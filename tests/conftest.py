@@ -30,6 +30,13 @@ def _reset_ember():
     ember.reset()
 
 
+def pytest_collection_finish(session):
+    """torch's OpInfo module (torch.testing._internal.common_utils, imported by tests/ops and by the
+    Triton cases taken from OpInfo samples) freezes torch.backends flags for the whole process when
+    imported; the other tests set flags (cudnn.allow_tf32) as users do, so they are unfrozen."""
+    torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
+
+
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
         return
