@@ -40,6 +40,7 @@ from torch._subclasses import FakeTensorMode
 
 from . import plan_cache
 from .analysis import analyze
+from .bw_variants import BackwardVariants
 from .decompositions import DecompositionTable, for_joint, with_required
 from .errors import AOTUnsupported
 from .grad_groups import split_backward
@@ -113,6 +114,7 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
         gm, analysis, tensor_pos, traced.mutated_inputs, [], traced.num_fwd_outputs, fw, bw,
         traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs, [g for g, _ in groups],
         traced.grad_tangents,
+        BackwardVariants([part for _, part in groups], lambda part: _run_compiler(config.bw_compiler, part)),
     )
 
 
