@@ -47,21 +47,21 @@ CASES = {
         xfail="tvm runtime/partition: the TVM piece computing x0.clone() returns x0's own buffer "
               "(DLPack, no copy), and the setitem kept in PyTorch then writes into the caller's x0: "
               "the input is silently mutated"),
+    # type_as to the same dtype returns self (an alias), so eager's v2 sees the later
+    # v1.div_(2); torch.func.functionalize traced it as a copy of v1 before the division. The
+    # calls that return an argument itself are now removed before tracing (ember_aot.identity).
     "type_as_alias_then_inplace": Case(("aot_eager", "inductor"), Program(
         inputs=(Input("x0", "float32", (4, 5)),),
         stmts=("v1 = x0.narrow(1, 1, 3)", "v2 = v1.type_as(v1)", "v1.div_(2)", "v3 = F.gelu(v2)"),
-        outputs=("v3",), seed=2221),
-        xfail="aot functionalization: type_as to the same dtype returns self (an alias), so eager's "
-              "v2 sees the later v1.div_(2); the functional graph treats it as a copy and reads v1 "
-              "before the division: silently wrong output"),
+        outputs=("v3",), seed=2221)),
+    # The graph before the break (v3[v4 > 0]) also returns v5, the variance of one element (nan),
+    # which nothing uses; its backward got a zero tangent instead of None and 0 * inf put nan
+    # into x1's gradient. A backward specialised to the given tangents now runs (bw_variants).
     "unused_var_output_nan_grad": Case(("aot_eager",), Program(
         inputs=(Input("x1", "float32", (4,), requires_grad=True), Input("s2", "int", value=-2)),
         stmts=("v1 = -x1 + 0.0", "v2 = x1[[3]]", "v3 = -v2 + s2", "v4 = v2.neg()",
                "v5 = v2.float().var(dim=0, keepdim=False)", "v6 = v3[v4 > 0]"),
-        outputs=("v1",), seed=1932),
-        xfail="aot runtime gradients: the graph before the break (v3[v4 > 0]) also returns v5, the "
-              "variance of one element (nan), which nothing uses; its backward gets a zero tangent "
-              "instead of None and 0 * inf puts nan into x1's gradient, where eager has a number"),
+        outputs=("v1",), seed=1932)),
     "amax_grad_of_recomputed_tanh": Case(("inductor",), Program(
         inputs=(Input("x0", "float32", (3, 4), requires_grad=True),),
         stmts=("v3 = x0.tanh()", "v4 = v3.roll(0, 1)", "v9 = v4.amax(dim=-1)"),

@@ -19,6 +19,7 @@ from torch._subclasses import FakeTensorMode
 from torch.utils import _pytree as pytree
 
 from .errors import AOTUnsupported
+from .identity import IdentityRecorder
 
 # How an output of the user graph is produced at run time.
 GRAPH = "graph"            # an output of the compiled graph
@@ -59,6 +60,7 @@ class GraphAnalysis:
     base_dtypes: list[torch.dtype]
     base_devices: list[torch.device]
     grad_enabled: bool
+    identities: dict[str, torch.fx.Node] = dataclasses.field(default_factory=dict)  # see identity.py
 
     @property
     def graph_outputs(self) -> list[int]:
@@ -135,8 +137,9 @@ def analyze(
     tensors = {i: f for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
     versions = {i: f._version for i, f in tensors.items()}
     layouts = {i: (f.size(), f.stride(), f.storage_offset()) for i, f in tensors.items()}
+    recorder = IdentityRecorder(gm)
     with mode, torch.set_grad_enabled(grad_enabled):
-        result = gm(*fakes)
+        result = recorder.run(*fakes)
     flat, spec = pytree.tree_flatten(result)
 
     mutated = []
@@ -194,4 +197,5 @@ def analyze(
         base_dtypes=[b.dtype for b in bases],
         base_devices=[b.device for b in bases],
         grad_enabled=grad_enabled,
+        identities=recorder.identities,
     )

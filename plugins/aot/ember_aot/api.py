@@ -40,9 +40,11 @@ from torch._subclasses import FakeTensorMode
 
 from . import plan_cache
 from .analysis import analyze
+from .bw_variants import BackwardVariants
 from .decompositions import DecompositionTable, for_joint, with_required
 from .errors import AOTUnsupported
 from .grad_groups import split_backward
+from .identity import forward_identities
 from .partition import min_cut_partition
 from .runtime import CompiledPlan, EagerPlan
 from .trace import trace_inference, trace_joint
@@ -87,17 +89,19 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
     """Trace, partition and compile ``gm`` for the state of ``args`` and the current grad mode."""
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     analysis = analyze(gm, args, mode, torch.is_grad_enabled())
+    traceable = forward_identities(gm, analysis.identities)
     tensor_pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     if not analysis.needs_autograd:
         traced = trace_inference(
-            gm, args, analysis, config.decompositions(), mode, config.keep_inference_input_mutations
+            traceable, args, analysis, config.decompositions(), mode,
+            config.keep_inference_input_mutations,
         )
         fw = _run_compiler(config.inference_compiler, traced.gm)
         return CompiledPlan(
             gm, analysis, tensor_pos, traced.mutated_inputs, traced.inputs_mutated_in_graph,
             traced.num_fwd_outputs, fw,
         )
-    traced = trace_joint(gm, args, analysis, for_joint(config.decompositions()), mode)
+    traced = trace_joint(traceable, args, analysis, for_joint(config.decompositions()), mode)
     joint_inputs = _placeholder_vals(traced.gm)
     fw_gm, bw_gm = config.partition_fn(
         traced.gm, joint_inputs, num_fwd_outputs=traced.num_fwd_outputs
@@ -110,6 +114,7 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
         gm, analysis, tensor_pos, traced.mutated_inputs, [], traced.num_fwd_outputs, fw, bw,
         traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs, [g for g, _ in groups],
         traced.grad_tangents,
+        BackwardVariants([part for _, part in groups], lambda part: _run_compiler(config.bw_compiler, part)),
     )
 
 

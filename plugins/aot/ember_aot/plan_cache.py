@@ -44,7 +44,8 @@ _PLAIN = (bool, int, float, complex, str, type(None), torch.dtype, torch.device,
           torch.layout, slice, type(Ellipsis))
 _TARGET_MODULES = ("torch", "_operator", "operator", "math", "builtins")
 _OP_NAMESPACES = ("aten", "prims")
-_PLAN_FIELDS = [f.name for f in dataclasses.fields(CompiledPlan) if f.name not in ("gm", "fw", "bw")]
+_NOT_STORED = ("gm", "fw", "bw", "bw_variants")  # bw_variants: compiled anew on need, not stored
+_PLAN_FIELDS = [f.name for f in dataclasses.fields(CompiledPlan) if f.name not in _NOT_STORED]
 
 
 class PlanCodec(Protocol):

@@ -28,6 +28,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis, same_stride
+from .bw_variants import BackwardVariants
 from .grad_groups import GradGroup
 
 log = logging.getLogger("ember.aot")
@@ -81,9 +82,13 @@ class AOTFunction(torch.autograd.Function):
         if plan._one_group:
             grads = tuple(grads[i] for i in plan.diff_outputs)
         create_graph = torch.is_grad_enabled()
+        bw = plan.bw[ctx.group]
+        missing = frozenset(k for k, g in enumerate(grads) if g is None)
+        if missing and plan.bw_variants is not None:
+            bw = plan.bw_variants.get(ctx.group, len(grads), missing, bw)
         with torch.no_grad():
             tangents = [_coerce(g, plan.tangent_layouts[i]) for g, i in zip(grads, group.outputs)]
-            results = list(plan.bw[ctx.group](*ctx.saved_tensors, *tangents))
+            results = list(bw(*ctx.saved_tensors, *tangents))
         if create_graph and results:
             results = _no_double_backward(results, ctx.grad_primals)
         if not group.grads:  # linked to every input requiring grad (see CompiledPlan.__call__)
@@ -145,6 +150,8 @@ class CompiledPlan:
     grad_groups: list[GradGroup] = dataclasses.field(default_factory=list)  # one per bw
     # per gradient: bit mask of the tangents (indices into diff_outputs) it is computed from
     grad_tangents: list[int] = dataclasses.field(default_factory=list)
+    # backward graphs specialised to the tangents given, when some are None (see bw_variants)
+    bw_variants: BackwardVariants | None = None
 
     def __post_init__(self) -> None:
         diff = set(self.diff_outputs)

@@ -1,0 +1,121 @@
+"""Backward graphs specialised to the outputs that got a gradient.
+
+Eager autograd never runs the backward of an output that receives no gradient. A compiled
+backward graph reads a tangent for every differentiable output, and the runtime passes zeros for
+the missing ones; a zero is not the same as nothing: ``0 * inf`` (the backward of the variance
+of one element, say) puts a NaN into a gradient where eager has a number. When some tangents
+are missing, the runtime runs instead a copy of the group's backward graph where their
+contributions are dropped (``specialize``), compiled on first use for each set of missing
+tangents (``BackwardVariants``). The backward graph is linear in its tangents, so a value
+computed only from missing tangents (and saved values) is dropped; a sum with one dropped term
+is the other term; any other op that mixes a dropped value with a live one reads zeros for the
+dropped one, as before. The calling convention stays the same (the missing tangents are passed
+and unused), and the common path, all tangents given, is untouched.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Sequence
+
+import torch
+import torch.fx
+
+aten = torch.ops.aten
+log = logging.getLogger("ember.aot")
+
+_ADDS = (aten.add.Tensor, aten.sub.Tensor)
+# ops that read only their input's metadata (shape, dtype): a dropped input is read as zeros and
+# their result is not dropped (``ones_like(t)`` is ones whatever ``t`` holds)
+_METADATA_ONLY = {"zeros_like", "ones_like", "empty_like", "full_like", "new_zeros", "new_ones",
+                  "new_empty", "new_full", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset"}
+
+
+def _metadata_only(node: torch.fx.Node) -> bool:
+    return getattr(node.target, "__name__", "").split(".")[0] in _METADATA_ONLY
+
+
+def specialize(gm: torch.fx.GraphModule, num_tangents: int, missing: frozenset[int]) -> torch.fx.GraphModule:
+    """A copy of the backward ``gm`` without the contributions of the tangents at positions
+    ``missing`` among its last ``num_tangents`` placeholders; a gradient computed from missing
+    tangents only comes out as zeros (the runtime sets it None)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    graph = torch.fx.Graph()
+    graph._codegen = gm.graph._codegen
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    dropped: set[torch.fx.Node] = set()
+    live_tangent: dict[torch.fx.Node, bool] = {}  # node -> computed from a given tangent
+
+    def zeros(node: torch.fx.Node) -> torch.fx.Node:
+        val = node.meta["val"]
+        z = graph.call_function(aten.zeros.default, (list(val.shape),),
+                                {"dtype": val.dtype, "device": val.device})
+        z.meta["val"] = val
+        return z
+
+    tangents = {p: i for i, p in enumerate(placeholders[len(placeholders) - num_tangents:])}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = graph.node_copy(node)
+            if node in tangents:
+                if tangents[node] in missing:
+                    dropped.add(node)
+                else:
+                    live_tangent[node] = True
+            continue
+        inputs = node.all_input_nodes
+        if node.op == "output":
+            graph.node_copy(node, lambda a: zeros(a) if a in dropped else env[a])
+            continue
+        live = any(live_tangent.get(a, False) for a in inputs)
+        gone = [a for a in inputs if a in dropped]
+        if gone and _metadata_only(node):
+            live, gone = False, []
+        if gone and not live:
+            dropped.add(node)
+            continue
+        live_tangent[node] = live
+        if gone and node.target in _ADDS and not node.kwargs and len(node.args) == 2:
+            a, b = node.args
+            kept = a if b in dropped else b
+            if _same_meta(kept, node):
+                if kept is a or node.target is aten.add.Tensor:
+                    env[node] = env[kept]
+                else:
+                    env[node] = graph.call_function(aten.neg.default, (env[b],))
+                    env[node].meta["val"] = node.meta["val"]
+                continue
+        env[node] = graph.node_copy(node, lambda a: zeros(a) if a in dropped else env[a])
+    graph.eliminate_dead_code()
+    return torch.fx.GraphModule(gm, graph)
+
+
+def _same_meta(kept: object, node: torch.fx.Node) -> bool:
+    """Whether the sum ``node`` can be replaced by its term ``kept`` (no broadcast, same dtype)."""
+    if not isinstance(kept, torch.fx.Node):
+        return False
+    a, b = kept.meta.get("val"), node.meta.get("val")
+    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+            and (a.shape, a.dtype) == (b.shape, b.dtype))
+
+
+class BackwardVariants:
+    """Per gradient group, its backward graph and, compiled on first use, its specialisations."""
+
+    def __init__(self, graphs: Sequence[torch.fx.GraphModule],
+                 compile_fn: Callable[[torch.fx.GraphModule], Callable]) -> None:
+        self.graphs = list(graphs)
+        self.compile_fn = compile_fn
+        self.cache: dict[tuple[int, frozenset[int]], Callable] = {}
+
+    def get(self, group: int, num_tangents: int, missing: frozenset[int], default: Callable) -> Callable:
+        """The backward of ``group`` without the tangents ``missing``; ``default`` (the full
+        backward, zeros for the missing tangents) if it cannot be compiled."""
+        key = (group, missing)
+        if key not in self.cache:
+            try:
+                self.cache[key] = self.compile_fn(specialize(self.graphs[group], num_tangents, missing))
+            except Exception as exc:  # the full backward still runs; only 0 * inf can differ
+                log.warning("ember_aot: cannot compile the backward for the outputs given a "
+                            "gradient, running the full one with zeros: %s: %s", type(exc).__name__, exc)
+                self.cache[key] = default
+        return self.cache[key]
