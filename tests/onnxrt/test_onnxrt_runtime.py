@@ -9,7 +9,7 @@ import threading
 import pytest
 import torch
 from ember import EmberError
-from onnxrt_helpers import all_in_onnxruntime, check, compile_fn
+from onnxrt_helpers import all_in_onnxruntime, check, compile_fn, leaf_graph
 
 from ember_onnxrt import cache, converter
 from ember_onnxrt.backend import onnxrt
@@ -49,6 +49,26 @@ def test_outputs_are_fresh_tensors():
     second = compiled(*a)
     assert first.data_ptr() != second.data_ptr()
     torch.testing.assert_close(first, second)
+
+
+def test_clone_outputs_never_share_the_input_memory():
+    """A clone is the identity in ONNX: its output must still be a tensor of its own, whether
+    PyTorch writes into it inside the graph or the caller writes into it afterwards."""
+    def fn(x):
+        v = x.clone()
+        v[[0]] = x.sin()[0]
+        return v, x.clone(), x.clone()
+
+    x = torch.randn(2, 3)
+    before = x.clone()
+    compiled = compile_fn(leaf_graph(fn, 1), [x])
+    with torch.no_grad():
+        v, a, b = compiled(x)
+        a.add_(1)
+    torch.testing.assert_close(x, before, rtol=0, atol=0)
+    torch.testing.assert_close(b, before, rtol=0, atol=0)
+    torch.testing.assert_close(a, before + 1)
+    torch.testing.assert_close(v, fn(before)[0])
 
 
 def test_options():

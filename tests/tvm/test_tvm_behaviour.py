@@ -113,6 +113,42 @@ def test_returned_view_of_input_is_a_view():
     assert out[0].data_ptr() == x.data_ptr()
 
 
+def test_clone_of_input_written_in_place_leaves_the_input_alone():
+    """TVM lowers clone to the identity: the VM handed x's own buffer back, and the setitem kept
+    in PyTorch wrote into the caller's x (fuzzer issue 23)."""
+    import ember
+
+    def fn(x):
+        v5 = x.clone()
+        v5[[0]] = x.sin()
+        return v5
+    x = torch.randn(1, 3)
+    before = x.clone()
+    with torch.no_grad():
+        out = ember.compile(fn, backend="tvm")(x)
+    torch.testing.assert_close(x, before, rtol=0, atol=0)
+    assert_matches(out, fn(before))
+
+
+def test_identity_outputs_are_private_buffers():
+    """Outputs that TVM computes as the identity are the caller's to write into: neither the
+    input nor the other output may change, as in eager."""
+    def fn(x):
+        return (x.clone(), x.clone(), F.dropout(x.clone(), 0.5, training=False) * 1)
+    x = torch.randn(2, 3)
+    before = x.clone()
+    compiled = tvm_backend(traced(fn), [x])
+    with torch.no_grad():
+        a, b, c = compiled(x)
+        a.add_(1)
+        c.mul_(2)
+    assert compiled.tvm_pieces and compiled.tvm_pieces[0].tvm_signatures == 1
+    torch.testing.assert_close(x, before, rtol=0, atol=0)
+    torch.testing.assert_close(b, before, rtol=0, atol=0)
+    torch.testing.assert_close(a, before + 1)
+    torch.testing.assert_close(c, before * 2)
+
+
 def test_gradients_fall_back_with_one_warning(caplog):
     def fn(x, w):
         return (x @ w,)

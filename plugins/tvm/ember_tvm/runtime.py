@@ -9,6 +9,13 @@ contiguous, or whose data does not start on a 64-byte boundary, are copied first
 assume dense buffers aligned as TVM allocates them (``kAllocAlignment``), and its vectorized
 loads crash the process (SIGSEGV) on a misaligned one, such as ``x[1:]`` or a tensor made by
 ``torch.from_numpy``.
+
+An output may come back in an input's buffer: TVM's importer turns ``clone`` into the identity,
+so the VM hands the input itself back. Such an output, and
+one sharing its buffer with an earlier output, is copied (:func:`private_outputs`): PyTorch
+code after the piece, or the caller, may write into it in place, and must not reach the
+caller's input or another output. Views of inputs that eager returns stay in PyTorch
+(``support.views_of_inputs_returned``), so no output of a piece is meant to alias an input.
 """
 from __future__ import annotations
 
@@ -54,9 +61,31 @@ class VmFunction:
         self._returns_tuple = returns_tuple
 
     def __call__(self, *args: Any) -> Any:
-        tensors = [args[i] for i in self._positions]
-        out = self._main(*[as_tvm_buffer(t) for t in tensors])
-        return tuple(out) if self._returns_tuple else out
+        buffers = [as_tvm_buffer(args[i]) for i in self._positions]
+        out = self._main(*buffers)
+        outputs = private_outputs(list(out) if self._returns_tuple else [out], buffers)
+        return tuple(outputs) if self._returns_tuple else outputs[0]
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """The byte range of ``t``'s storage (empty for a tensor with no elements)."""
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def private_outputs(outputs: list[Any], inputs: Sequence[torch.Tensor]) -> list[Any]:
+    """``outputs`` with a copy of each one whose memory overlaps an input or an earlier output."""
+    taken = [_span(t) for t in inputs]
+    result = []
+    for out in outputs:
+        if isinstance(out, torch.Tensor):
+            start, end = _span(out)
+            if any(start < e and s < end for s, e in taken):
+                out = out.clone()
+                start, end = _span(out)
+            taken.append((start, end))
+        result.append(out)
+    return result
 
 
 def as_tvm_buffer(t: torch.Tensor) -> torch.Tensor:
