@@ -4,7 +4,8 @@ strict expected failure of tests/zoo/test_zoo.py: when capture is fixed the test
 as XPASS, and the entry must go, so the table only shrinks. Results are never listed here: a
 result that differs from eager is a failure.
 
-CI_SHARE is the fixed share of models CI runs (about 2.5 minutes on a 2-core machine);
+CI_SHARE is the fixed share of models CI runs (one or two per family, about a minute on a 2-core
+machine);
 ``EMBER_ZOO=all`` runs every model."""
 from __future__ import annotations
 
@@ -37,6 +38,4 @@ SHORTFALLS: dict[tuple[str, str], str] = {
     ("bloom", "generate"): "call to _FunctionBase.apply is not supported (torch.autograd.Function)",
 }
 
-CI_SHARE: tuple[str, ...] = ("bert", "distilbert", "deberta-v2", "gpt2", "llama", "qwen2", "phi", "gemma",
-                             "t5", "bart", "marian", "vit", "convnext", "resnet", "swin", "mobilenet-v2",
-                             "regnet")
+CI_SHARE: tuple[str, ...] = ("bert", "deberta-v2", "gpt2", "llama", "t5", "bart", "vit", "swin")

@@ -29,7 +29,7 @@ from backend_child import corpus_cases
 
 BACKENDS = ("eager", "aot_eager", "inductor", "onnxrt", "tvm")
 #: Cases per backend in the CI share (each backend gets its own seeded sample).
-SHARE = {"eager": 40, "aot_eager": 25, "inductor": 15, "onnxrt": 15, "tvm": 12}
+SHARE = {"eager": 20, "aot_eager": 12, "inductor": 8, "onnxrt": 8, "tvm": 6}
 SEED = 20261124
 #: Cases every run covers on every backend: the programs that crashed a backend once.
 ALWAYS = "test_corpus_backend_traps::"
