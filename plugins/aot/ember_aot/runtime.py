@@ -88,7 +88,15 @@ class AOTFunction(torch.autograd.Function):
             bw = plan.bw_variants.get(ctx.group, len(grads), missing, bw)
         with torch.no_grad():
             tangents = [_coerce(g, plan.tangent_layouts[i]) for g, i in zip(grads, group.outputs)]
-            results = list(bw(*ctx.saved_tensors, *tangents))
+            try:
+                results = list(bw(*ctx.saved_tensors, *tangents))
+            except RuntimeError as exc:  # a specialised backward that fails: the full one, as before
+                if bw is plan.bw[ctx.group]:
+                    raise
+                log.warning("ember_aot: a backward specialised to the gradients given failed (%s); "
+                            "running the full backward", exc)
+                plan.bw_variants.cache[(ctx.group, missing)] = bw = plan.bw[ctx.group]
+                results = list(bw(*ctx.saved_tensors, *tangents))
         if create_graph and results:
             results = _no_double_backward(results, ctx.grad_primals)
         if not group.grads:  # linked to every input requiring grad (see CompiledPlan.__call__)
