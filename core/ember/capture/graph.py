@@ -103,8 +103,16 @@ class GraphBuilder:
             raise
         except Exception as exc:
             raise Unsupported(f"{_target_name(target)} failed on fake tensors: {type(exc).__name__}: {exc}") from exc
-        mutated = _looks_inplace(kind, target, kwargs) or any(
-            _version(f) != v for f, v in zip(fakes_in, versions))
+        inplace = _looks_inplace(kind, target, kwargs)
+        written = [f for f, v in zip(fakes_in, versions) if _version(f) != v]
+        if inplace and args and isinstance(args[0], TensorVar):
+            written.append(args[0].fake)
+        mutated = inplace or bool(written)
+        if any(torch._debug_has_internal_overlap(f) == 1 for f in written):
+            # functionalization rewrites a write into a view as a scatter into its base, which for
+            # an expand view (stride 0) sums the copies: eager's write cannot be expressed
+            raise Unsupported(f"{_target_name(target)} writes into a tensor whose elements share memory "
+                              "(an expanded view)")
         if before is not None and global_state.snapshot() != before:
             before.restore()  # capture never changes the state the program runs in
             raise Unsupported(f"{_target_name(target)} changes torch's global state")
