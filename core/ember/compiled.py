@@ -158,7 +158,8 @@ class CompiledFunction:
                 for request in cap.resumes:
                     namespace[request.const_name] = self.resume_function(request)
             what = "runner"
-            break_line = cap.break_exc.user_stack[-1][1] if cap.break_exc is not None else None
+            break_stack = getattr(cap.break_exc, "user_stack", None)  # innermost frame first
+            break_line = break_stack[-1][1] if break_stack else None
             runner = make_runner(compiled, cap.tail, namespace, self.fn.__code__, break_line)
             what = "guard"
             guard, reasons = cap.guards.compile(cap.input_sources)
@@ -349,7 +350,8 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
 
 
 # frames that only pass a call along, left out of tracebacks
-pass_through(make_wrapper, CompiledFunction.miss, CompiledFunction._fallback_entry, _restore_grad_mode_on_error)
+pass_through(make_wrapper, CompiledFunction.miss, CompiledFunction._fallback_entry, _restore_grad_mode_on_error,
+             trampoline)
 
 
 def reset_all() -> None:

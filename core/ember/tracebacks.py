@@ -12,22 +12,22 @@ wrapper hands it to :func:`shown_as_user_code`, which rebuilds its traceback:
   ``stack_trace`` (capture/positions.py): the user's function and each inlined call at the
   line of the op, as eager would show them. These frames are made the way Jinja2 shows
   template lines: a ``raise`` compiled at the user's file and line. A note names the node.
-- ember's pass-through frames (the wrapper, the cache miss, the eager fallback, the binder)
-  are left out; backend frames outside a graph stay (a custom backend's own error shows its
-  own line).
+- ember's pass-through frames (the wrapper, the cache miss, the eager fallback, the binder,
+  the trampoline of a module with hooks) are left out, and so is a runner whose resume function
+  raised (eager shows the raising line after the break alone); backend frames outside a graph
+  stay (a custom backend's own error shows its own line).
 
 Rewriting happens only on the exception path; whatever it cannot read leaves the traceback
 as Python made it.
 """
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import types
 import weakref
 from typing import Callable, Iterable
-
-import linecache
 
 import torch
 from bytecode import Bytecode, Instr
@@ -35,7 +35,9 @@ from bytecode.instr import InstrLocation
 
 from .capture.positions import Position, parse_stack_trace
 
-_PASS_THROUGH: set[types.CodeType] = set()
+#: (file, function) of code that only passes a call along: its frames, real or made from a
+#: graph node's stack, are left out
+_PASS_THROUGH: set[tuple[str, str]] = set()
 #: runner code -> the code of the function it runs a part of
 _RUNNERS: "weakref.WeakKeyDictionary[types.CodeType, types.CodeType]" = weakref.WeakKeyDictionary()
 _RESUMES: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
@@ -53,7 +55,7 @@ def pass_through(*functions: Callable) -> None:
         todo = [fn.__code__]
         while todo:
             code = todo.pop()
-            _PASS_THROUGH.add(code)
+            _PASS_THROUGH.add((code.co_filename, code.co_name))
             todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
 
 
@@ -91,7 +93,7 @@ def shown_as_user_code(exc: BaseException) -> BaseException:
     try:
         entries = [(t.tb_frame, t.tb_lasti, t.tb_lineno) for t in _walk(tb.tb_next)]
         entries, resume_parts = _graph_frames_as_user_lines(entries, exc)
-        entries = [e for e in entries if e[0].f_code not in _PASS_THROUGH]
+        entries = [e for e in entries if (e[0].f_code.co_filename, e[0].f_code.co_name) not in _PASS_THROUGH]
         entries = _without_runners_before_resumes(entries, resume_parts)
         new_tb = None
         for frame, lasti, line in reversed(entries):
@@ -116,7 +118,7 @@ def _graph_frames_as_user_lines(entries: list[_Entry], exc: BaseException
         node = _failing_node(entries[g])
         if node is None:
             continue
-        positions = parse_stack_trace(node.stack_trace)
+        positions = [p for p in parse_stack_trace(node.stack_trace) if (p[0], p[2]) not in _PASS_THROUGH]
         if not positions:
             break
         start = next((r for r in range(g - 1, -1, -1) if entries[r][0].f_code in _RUNNERS), g)
