@@ -86,6 +86,14 @@ class Frame:
 
     # -- running --------------------------------------------------------------------------
     def run(self) -> Var:
+        frames = self.state.graph.frames  # where graph nodes are recorded (positions.py)
+        frames.append(self)
+        try:
+            return self._run()
+        finally:
+            frames.pop()
+
+    def _run(self) -> Var:
         state = self.state
         instrs = self.instrs
         while True:
