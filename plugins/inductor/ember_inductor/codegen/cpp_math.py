@@ -7,9 +7,10 @@ vector ones differ in the last bit, and ``x == amax(x)`` then misses the maximum
 
 Each libm function ``f`` the codegen calls is reached through ``em_f`` (float ``em_ff``, double
 ``em_fd``), declared ``simd`` so that loops still vectorize, whose every form, scalar and each
-vector width gcc may choose (SSE, AVX, AVX2, AVX-512), runs ONE implementation: libmvec's AVX2
-variant (8 floats / 4 doubles), on the lanes given, padded or split to its width. libmvec computes
-each lane from that lane alone, so where a value lands in a vector does not change it. The scalar
+vector width gcc may choose (SSE, AVX, AVX2, AVX-512), runs ONE implementation: libmvec's widest
+variant for the target (AVX-512: 16 floats / 8 doubles, else AVX2: 8 / 4), the lanes given
+repeated to its width. libmvec computes each lane from that lane alone, so where a value lands
+in a vector does not change it. The scalar
 ``em_f`` is defined under another name and aliased in assembly, so that gcc does not derive its
 own vector clones from its body. Without AVX2 or a libmvec that has every function (glibc 2.35),
 ``em_f`` is the scalar libm function, never vectorized: slower, and as consistent.
@@ -56,27 +57,24 @@ _DOUBLE = ("d", "", "double", "em_vd", (("b", "em_d2", 2), ("c", "em_d4", 4), ("
 
 
 def _vector(name: str, arity: int, avx512: bool) -> list[str]:
+    """The definitions of ``em_<name>f`` and ``em_<name>d``: the scalar form and the vector
+    variants gcc may call, each through the canonical libmvec variant."""
     lines = []
     mask = "v" * arity
-    for suffix, libm_suffix, scalar, canon, variants, wide in (_FLOAT, _DOUBLE):
-        em, libm = f"em_{name}{suffix}", f"{name}{libm_suffix}"
-        base = f"_ZGV{wide[0]}N{wide[2]}{mask}_{libm}" if avx512 else \
-            f"_ZGV{variants[-1][0]}N{variants[-1][2]}{mask}_{libm}"
-        forms = [(scalar, 1, None)] + [(vtype, lanes, f"_ZGV{isa}N{lanes}{mask}_{em}")
-                                    for isa, vtype, lanes in variants + ((wide,) if avx512 else ())]
+    for suffix, libm_suffix, scalar, canon, variants, widest in (_FLOAT, _DOUBLE):
+        if avx512:
+            variants += (widest,)
+        isa, _, wide = variants[-1]
+        em, base = f"em_{name}{suffix}", f"_ZGV{isa}N{wide}{mask}_{name}{libm_suffix}"
         lines.append(f'extern "C" {canon} {base}({", ".join([canon] * arity)});')
-        wide = wide[2] if avx512 else variants[-1][2]
+        forms = [(scalar, 1, f"{em}_s")] + [(vtype, lanes, f"_ZGV{letter}N{lanes}{mask}_{em}")
+                                            for letter, vtype, lanes in variants]
         for vtype, lanes, symbol in forms:
             params = ", ".join(f"{vtype} a{k}" for k in range(arity))
-            body = (f'{{ const {canon} r = {base}({", ".join(_widen(f"a{k}", lanes, wide, canon) for k in range(arity))}); '
-                    f'return {_narrow("r", lanes, wide)}; }}')
-            if symbol is None:  # the scalar form, aliased below
-                symbol = f"{em}_s"
-                lines.append(f'extern "C" __attribute__((used, visibility("hidden"))) '
-                             f'{vtype} {symbol}({params}) {body}')
-                lines.append(f'__asm__(".globl {em}\\n.hidden {em}\\n.set {em}, {symbol}");')
-            else:
-                lines.append(f'extern "C" {vtype} {symbol}({params}) {body}')
+            args = ", ".join(_widen(f"a{k}", lanes, wide, canon) for k in range(arity))
+            lines.append(f'extern "C" __attribute__((visibility("hidden"), used)) {vtype} {symbol}({params}) '
+                         f'{{ const {canon} r = {base}({args}); return {_narrow("r", lanes, wide)}; }}')
+        lines.append(f'__asm__(".globl {em}\\n.hidden {em}\\n.set {em}, {em}_s");')  # the scalar em_f
     return lines
 
 
