@@ -69,7 +69,10 @@ class _Calls:
             flat = pytree.tree_leaves(torch.fx.Interpreter(self.gm).run(*full))
         outs = [flat[k] for k in self.analysis.graph_outputs]
         for group in self.analysis.base_groups:
-            outs.append(group_base([flat[k] for k in group]))
+            # the base analysis chose, when it is an output itself: tracing (functionalization)
+            # does not always keep ``_base`` links, and another member would be returned as base
+            member = next((k for k in group if self.analysis.outputs[k].identity), None)
+            outs.append(flat[member] if member is not None else group_base([flat[k] for k in group]))
         return outs
 
 
