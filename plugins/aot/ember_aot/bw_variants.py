@@ -10,7 +10,9 @@ tangents (``BackwardVariants``). The backward graph is linear in its tangents, s
 computed only from missing tangents (and saved values) is dropped; a sum with one dropped term
 is the other term; any other op that mixes a dropped value with a live one reads zeros for the
 dropped one, as before. The calling convention stays the same (the missing tangents are passed
-and unused), and the common path, all tangents given, is untouched.
+and unused), and the common path, all tangents given, is untouched. With symbolic sizes the
+zeros' sizes are nodes reading the inputs' sizes, and a sum is replaced by its term only when
+their shapes agree for every size.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from typing import Callable, Sequence
 
 import torch
 import torch.fx
+
+from .symbolic import SizeNodes, known_same_shape
 
 aten = torch.ops.aten
 log = logging.getLogger("ember.aot")
@@ -44,10 +48,11 @@ def specialize(gm: torch.fx.GraphModule, num_tangents: int, missing: frozenset[i
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     dropped: set[torch.fx.Node] = set()
     live_tangent: dict[torch.fx.Node, bool] = {}  # node -> computed from a given tangent
+    sizes = SizeNodes(graph)
 
     def zeros(node: torch.fx.Node) -> torch.fx.Node:
         val = node.meta["val"]
-        z = graph.call_function(aten.zeros.default, (list(val.shape),),
+        z = graph.call_function(aten.zeros.default, (sizes.sizes(val.shape),),
                                 {"dtype": val.dtype, "device": val.device})
         z.meta["val"] = val
         return z
@@ -95,7 +100,7 @@ def _same_meta(kept: object, node: torch.fx.Node) -> bool:
         return False
     a, b = kept.meta.get("val"), node.meta.get("val")
     return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-            and (a.shape, a.dtype) == (b.shape, b.dtype))
+            and a.dtype == b.dtype and known_same_shape(a, b))
 
 
 class BackwardVariants:
