@@ -228,7 +228,7 @@ class AOTCompiledGraph:
         env = fake_mode_of(self.gm).shape_env
         before = len(env.guards)
         plan = compile_plan(self.gm, args, self.config, symbolic=True)
-        added = [g.expr for g in env.guards[before:]]
+        added = [env.replace(g.expr) for g in env.guards[before:]]
         if first or not added:
             return plan
         return _CheckedPlan(plan, relations_check(added, plan.symbolic_inputs), self.gm)

@@ -219,9 +219,6 @@ class CompiledPlan:
                 layout = None if info.identity else (info.layout.size, info.layout.stride, info.layout.offset)
                 self._rebuild.append((info.kind, slot, layout, info.requires_grad))
         self._base_layouts = [(b.size, b.stride) for b in self.analysis.base_layouts]
-        # symbolic sizes: the layouts above as numbers, for the sizes of each call
-        self._sizes = None if self.symbolic_inputs is None else SizeProgram(
-            (self.tangent_layouts, self._rebuild, self._base_layouts), self.symbolic_inputs)
         self._n_outputs = len(self._rebuild)
         # the common case: the user's outputs are the graph's outputs, in order, as a tuple
         self._passthrough = (
@@ -229,6 +226,11 @@ class CompiledPlan:
             and [r[:2] for r in self._rebuild] == [(GRAPH, i) for i in range(n_graph)]
             and self.analysis.out_spec == pytree.tree_structure(tuple(range(n_graph)))
         )
+        # symbolic sizes: the layouts above as numbers, for the sizes of each call (those of the
+        # outputs only when they are rebuilt)
+        outputs = None if self._passthrough else (self._rebuild, self._base_layouts)
+        self._sizes = None if self.symbolic_inputs is None else SizeProgram(
+            (self.tangent_layouts, outputs), self.symbolic_inputs)
 
     def _eager(self, args: Sequence[Any], why: str) -> Any:
         if not self._warned:
@@ -254,10 +256,11 @@ class CompiledPlan:
 
     def __call__(self, *args: Any) -> Any:
         primals = [args[i] for i in self.tensor_pos]
-        if self._sizes is None:
-            tangent_layouts, rebuild, base_layouts = self.tangent_layouts, self._rebuild, self._base_layouts
-        else:
-            tangent_layouts, rebuild, base_layouts = self._sizes(args)
+        tangent_layouts, rebuild, base_layouts = self.tangent_layouts, self._rebuild, self._base_layouts
+        if self._sizes is not None:
+            tangent_layouts, outputs = self._sizes(args)
+            if outputs is not None:
+                rebuild, base_layouts = outputs
         if self._mutates and _mutated_input_aliases(primals, self):
             return self._eager(args, "a mutated input shares memory with another input")
         if self._one_group:

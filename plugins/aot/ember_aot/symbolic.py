@@ -129,35 +129,50 @@ def _expr(value: Any) -> sympy.Expr:
 class SizeProgram:
     """Evaluates a structure holding ``SymInt`` values for the sizes of one call.
 
-    ``template`` is any pytree (tuples, lists, dicts) whose leaves may be ``SymInt``; ``inputs``
-    are the values a graph was traced with, one per call argument, whose bare symbols (a
-    tensor's size, stride or offset, an int input) bind the symbols. ``program(args)`` returns
-    the template with each ``SymInt`` replaced by its value for those arguments: one generated
-    Python function, compiled once."""
+    ``template`` is nested tuples and lists (``torch.Size`` too) whose leaves may be ``SymInt``;
+    ``inputs`` are the values a graph was traced with, one per call argument, whose bare symbols
+    (a tensor's size, stride or offset, an int input) bind the symbols. ``program(args)``
+    returns the template with each ``SymInt`` replaced by its value for those arguments: one
+    generated Python function, compiled once, that builds the structure directly."""
 
     def __init__(self, template: Any, inputs: Sequence[Any]) -> None:
-        self.flat, self.spec = pytree.tree_flatten(template)
-        self.slots = [i for i, leaf in enumerate(self.flat) if isinstance(leaf, SYMBOLIC)]
-        if any(not isinstance(self.flat[i], torch.SymInt) for i in self.slots):
-            raise AOTUnsupported("a symbolic float or bool the runtime would have to compute")
-        self._sizes = _compile([_expr(self.flat[i]) for i in self.slots], inputs, "int")
+        consts: list[Any] = []
+        exprs: list[sympy.Basic] = []
+        body = _structure_source(template, consts, exprs)
+        self._program = _compile(exprs, inputs, body, {"K": consts, "Size": torch.Size})
 
     def __call__(self, args: Sequence[Any]) -> Any:
-        flat = list(self.flat)
-        for i, v in zip(self.slots, self._sizes(args)):
-            flat[i] = v
-        return pytree.tree_unflatten(flat, self.spec)
+        return self._program(args)
+
+
+def _structure_source(value: Any, consts: list[Any], exprs: list[sympy.Basic]) -> str:
+    """Python source building ``value``: sizes as ``int(<expression>)`` (noted in ``exprs``),
+    tuples and lists element by element, anything else a constant ``K[i]``."""
+    if isinstance(value, torch.SymInt):
+        exprs.append(_expr(value))
+        return f"int({PythonPrinter().doprint(_expr(value))})"
+    if isinstance(value, (tuple, list)) and type(value) in (tuple, list, torch.Size):
+        items = "".join(_structure_source(v, consts, exprs) + ", " for v in value)
+        if type(value) is list:
+            return f"[{items}]"
+        return f"Size(({items}))" if type(value) is torch.Size else f"({items})"
+    if any(isinstance(leaf, SYMBOLIC) for leaf in pytree.tree_leaves(value)):
+        raise AOTUnsupported(f"a symbolic value inside a {type(value).__name__} the runtime would build")
+    consts.append(value)
+    return f"K[{len(consts) - 1}]"
 
 
 def relations_check(relations: Sequence[sympy.Basic], inputs: Sequence[Any]) -> Callable[[Sequence[Any]], bool]:
     """A function of a call's arguments: whether the size ``relations`` (guard expressions of the
     shape environment) hold for them (``inputs`` as for ``SizeProgram``)."""
-    program = _compile(list(relations), inputs, "bool")
-    return lambda args: all(program(args))
+    printer = PythonPrinter()
+    body = " and ".join(f"bool({printer.doprint(r)})" for r in relations) or "True"
+    return _compile(list(relations), inputs, body, {})
 
 
-def _compile(exprs: list[sympy.Basic], inputs: Sequence[Any], cast: str) -> Callable[[Sequence[Any]], tuple]:
-    """``lambda args: (cast(e) for e in exprs)`` as generated Python, the symbols read off ``args``."""
+def _compile(exprs: list[sympy.Basic], inputs: Sequence[Any], body: str,
+             scope: dict[str, Any]) -> Callable[[Sequence[Any]], Any]:
+    """``lambda args: <body>`` as generated Python, with the symbols of ``exprs`` read off ``args``."""
     needed: set[sympy.Symbol] = set()
     for e in exprs:
         needed |= e.free_symbols
@@ -165,13 +180,11 @@ def _compile(exprs: list[sympy.Basic], inputs: Sequence[Any], cast: str) -> Call
     missing = needed - set(sources)
     if missing:
         raise AOTUnsupported(f"sizes {sorted(map(str, missing))} cannot be read off the inputs")
-    printer = PythonPrinter()
-    lines = ["def sizes(args):"]
+    lines = ["def program(args):"]
     lines += [f"    {s.name} = {sources[s]}" for s in sorted(needed, key=lambda s: s.name)]
-    lines.append(f"    return ({''.join(f'{cast}({printer.doprint(e)}), ' for e in exprs)})")
-    scope: dict[str, Any] = {}
+    lines.append(f"    return {body}")
     exec(compile("\n".join(lines), "<ember_aot sizes>", "exec"), scope)
-    return scope["sizes"]
+    return scope["program"]
 
 
 def _symbol_sources(inputs: Sequence[Any]) -> dict[sympy.Symbol, str]:
