@@ -90,8 +90,8 @@ def compare_sizes(fn: Callable, make_inputs: Callable[[int], Sequence[Any]], siz
 
 def compare_module_sizes(module: torch.nn.Module, make_inputs: Callable[[int], Sequence[Any]],
                          sizes: Sequence[int], backend: Callable, tol: float = 1e-4) -> Any:
-    """``compare_sizes`` for a module, its parameters lifted to inputs: outputs and parameter
-    gradients (None included) equal eager's at every size, one compilation."""
+    """``compare_sizes`` for a module, its parameters and buffers lifted to inputs: outputs,
+    parameter gradients (None included) and buffers equal eager's at every size, one compilation."""
     import copy
     ref = copy.deepcopy(module)
     gm, names = lift(module)
@@ -111,6 +111,8 @@ def compare_module_sizes(module: torch.nn.Module, make_inputs: Callable[[int], S
             assert (p.grad is None) == (rp.grad is None), name
             if rp.grad is not None:
                 torch.testing.assert_close(p.grad, rp.grad, rtol=tol, atol=tol, msg=name)
+        for (name, b), (_, rb) in zip(module.named_buffers(), ref.named_buffers()):
+            torch.testing.assert_close(b, rb, rtol=tol, atol=tol, msg=name)  # running stats
         _check_grads(inputs, ref_inputs, tol)
     assert len(compilations) == 1
     return compiled

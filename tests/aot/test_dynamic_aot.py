@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from aot_helpers import assert_compiled
-from aot_models import GPT
+from aot_models import GPT, BatchNorm2d
 from dynamic_helpers import compare_module_sizes, compare_sizes, dynamic_graph
 from ember_aot import aot_autograd
 from ember_aot.api import _CheckedPlan
@@ -70,6 +70,23 @@ def test_layer_norm_module_over_batch_and_sequence():
     ln = torch.nn.LayerNorm(12)
     compiled = compare_module_sizes(ln, lambda n: [torch.randn(n, n + 1, 12, requires_grad=True)],
                                     SIZES, aot_eager)
+    _one_symbolic_plan(compiled)
+
+
+def test_conv_batchnorm_training_over_image_sizes():
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.bn = BatchNorm2d(4)  # running statistics: inputs the graph mutates
+            self.fc = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.bn(self.conv(x))).mean((2, 3)))
+
+    torch.manual_seed(0)
+    compiled = compare_module_sizes(Net().train(), lambda n: [torch.randn(2, 3, n, n + 1)],
+                                    [5, 6, 9, 12], aot_eager)
     _one_symbolic_plan(compiled)
 
 

@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 
+import pytest
 import torch
 
 from ember_cudagraphs import CudaGraphed, wrap
@@ -97,3 +98,36 @@ def test_backend_traces_once_and_records_per_shape_forward_and_backward():
     assert len(compiled.plans) == 1  # one symbolic plan
     # per shape (5, 3, 7) and per graph (forward, backward): a warm-up then a recording
     assert rec.captures == 6 and rec.replays >= 6
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_per_shape_recordings_share_a_pool_and_keep_live_outputs():
+    w = torch.nn.Parameter(torch.randn(8, 4, device="cuda"))
+    f = wrap(_fn, [torch.randn(3, 8, device="cuda"), w])
+    assert isinstance(f, CudaGraphed) and not f.trust_signature  # recorded per signature
+    a, b = torch.randn(3, 8, device="cuda"), torch.randn(5, 8, device="cuda")
+    with torch.no_grad():
+        for _ in range(3):
+            for x in (a, b):
+                torch.testing.assert_close(f(x, w)[0], _fn(x, w)[0])
+        kept = f(b, w)[0]
+        expected = kept.clone()
+        for _ in range(3):
+            torch.testing.assert_close(f(a, w)[0], _fn(a, w)[0])
+    torch.testing.assert_close(kept, expected)
+    recordings = [r for s in f._states.values() for r in s.recordings]
+    assert sum(r.shared for r in recordings) == 2 and f.stats["captures"] >= 2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_backend_trains_a_dynamic_graph_at_many_sizes():
+    def fn(x, w):
+        return (x.view(x.size(0) * 2, -1) @ w).tanh().sum(1)
+
+    def inputs(n):
+        return [torch.randn(n, 4, device="cuda"), torch.randn(2, 6, device="cuda", requires_grad=True)]
+
+    compiled = compare_sizes(fn, inputs, [5, 3, 5, 3, 7, 7, 7, 9], aot_backend(), tol=1e-4)
+    assert len(compiled.plans) == 1

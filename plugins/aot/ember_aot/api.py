@@ -101,14 +101,14 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
     """Trace, partition and compile ``gm`` for the state of ``args`` and the current grad mode;
     ``symbolic``: with the symbolic sizes of ``gm``'s placeholders, for every size at once."""
     if not symbolic:
-        return _compile_plan(gm, args, config, FakeTensorMode(allow_non_fake_inputs=True), None)
+        return _compile_plan(gm, args, config, FakeTensorMode(allow_non_fake_inputs=True), False)
     mode = fake_mode_of(gm)
     with allowing_real_constants(mode):
         return _compile_plan(gm, symbolic_inputs(gm, args, mode), config, mode, True)
 
 
 def _compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfig,
-                  mode: FakeTensorMode, symbolic: bool | None) -> CompiledPlan:
+                  mode: FakeTensorMode, symbolic: bool) -> CompiledPlan:
     """``compile_plan`` with ``args`` the values to trace with (fakes of ``mode`` when symbolic)."""
     analysis = analyze(gm, args, mode, torch.is_grad_enabled())
     traceable = forward_identities(gm, analysis.identities)

@@ -157,12 +157,14 @@ def _structure_source(value: Any, consts: list[Any], exprs: list[sympy.Basic]) -
             return f"[{items}]"
         return f"Size(({items}))" if type(value) is torch.Size else f"({items})"
     if any(isinstance(leaf, SYMBOLIC) for leaf in pytree.tree_leaves(value)):
-        raise AOTUnsupported(f"a symbolic value inside a {type(value).__name__} the runtime would build")
+        raise AOTUnsupported(f"a symbolic value inside a {type(value).__name__} the runtime "
+                             "would build")
     consts.append(value)
     return f"K[{len(consts) - 1}]"
 
 
-def relations_check(relations: Sequence[sympy.Basic], inputs: Sequence[Any]) -> Callable[[Sequence[Any]], bool]:
+def relations_check(relations: Sequence[sympy.Basic],
+                    inputs: Sequence[Any]) -> Callable[[Sequence[Any]], bool]:
     """A function of a call's arguments: whether the size ``relations`` (guard expressions of the
     shape environment) hold for them (``inputs`` as for ``SizeProgram``)."""
     printer = PythonPrinter()
@@ -213,7 +215,8 @@ def is_sym_node(node: torch.fx.Node) -> bool:
     return isinstance(node.meta.get("val"), SYMBOLIC)
 
 
-def symbol_bindings(joint: torch.fx.GraphModule, parts: Any, saved: list[torch.fx.Node]) -> list[torch.fx.Node]:
+def symbol_bindings(joint: torch.fx.GraphModule, parts: Any,
+                    saved: list[torch.fx.Node]) -> list[torch.fx.Node]:
     """Nodes of ``joint`` to save as well so that every size symbol of the backward's inputs
     (``saved`` and the tangents of ``parts``, a ``graph_utils.JointParts``) is the bare value of
     one of them: the forward reads it off a primal (a ``sym_size`` node, added if none exists)."""
@@ -244,7 +247,8 @@ def unbound_symbols(inputs: Sequence[torch.fx.Node]) -> set[sympy.Symbol]:
     return needed - set(_symbol_sources(vals))
 
 
-def binding_inputs(inputs: Sequence[torch.fx.Node], candidates: Sequence[torch.fx.Node]) -> list[torch.fx.Node]:
+def binding_inputs(inputs: Sequence[torch.fx.Node],
+                   candidates: Sequence[torch.fx.Node]) -> list[torch.fx.Node]:
     """The ``candidates`` to add to a graph's ``inputs`` so that every size symbol of their
     values is carried bare by one of them (as ``symbol_bindings`` makes the partition do)."""
     missing = unbound_symbols(inputs)

@@ -60,7 +60,8 @@ class CudaRecorder:
         """A memory pool handle several captures can share."""
         return torch.cuda.graph_pool_handle()
 
-    def capture(self, fn: Callable, args: Sequence[Any], pool: Any = None) -> tuple[torch.cuda.CUDAGraph, Any]:
+    def capture(self, fn: Callable, args: Sequence[Any],
+                pool: Any = None) -> tuple[torch.cuda.CUDAGraph, Any]:
         """Record one call of ``fn`` on ``args`` into ``pool`` (None: a pool of its own); returns
         the graph and its (static) outputs.
 
