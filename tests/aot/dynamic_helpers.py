@@ -3,25 +3,32 @@
 ``dynamic_graph(fn, *inputs)`` traces ``fn`` to a torch-level graph and sets each placeholder's
 ``meta["val"]``/``meta["example_value"]``: a fake tensor with symbolic sizes (sizes 0 and 1 stay
 specialised, equal sizes share a symbol) from one ``ShapeEnv``, or a ``SymInt`` for the int
-inputs at ``dynamic_ints``. ``compare_sizes`` compiles such a graph once and compares it with
-eager at many sizes, forward and backward.
+inputs at ``dynamic_ints``. ``compare_sizes`` compiles such a graph once (symbolic in the
+dimensions that change between its first two sizes) and compares it with eager at many sizes,
+forward and backward, and checks that no size was specialised to a number on the way.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import sympy
 import torch
 import torch.fx
 from torch._dynamo.source import ConstantSource
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 from aot_helpers import _clone_inputs, _loss, assert_same, lift, module_tensors
 
 
-def dynamic_graph(fn: Callable | torch.fx.GraphModule, *inputs: Any,
-                  dynamic_ints: Sequence[int] = ()) -> torch.fx.GraphModule:
-    """``fn`` (or the graph itself) with placeholders carrying symbolic fakes of ``inputs``."""
+def dynamic_graph(fn: Callable | torch.fx.GraphModule, *inputs: Any, dynamic_ints: Sequence[int] = (),
+                  static_inputs: Sequence[int] = (),
+                  dynamic_dims: dict[int, set[int]] | None = None) -> torch.fx.GraphModule:
+    """``fn`` (or the graph itself) with placeholders carrying symbolic fakes of ``inputs``:
+    every dimension of 2 or more is symbolic, or only those in ``dynamic_dims`` (input position
+    -> dimensions) when given, as the core's automatic dynamic marks the dimensions that
+    changed; parameters and buffers (``nn.Parameter``, or named by ``static_inputs``) keep
+    static sizes, as the core's capture keeps a module's."""
     gm = fn if isinstance(fn, torch.fx.GraphModule) else torch.fx.symbolic_trace(fn)
     env = ShapeEnv()
     mode = FakeTensorMode(shape_env=env)
@@ -29,7 +36,14 @@ def dynamic_graph(fn: Callable | torch.fx.GraphModule, *inputs: Any,
     assert len(placeholders) == len(inputs)
     for i, (node, real) in enumerate(zip(placeholders, inputs)):
         if isinstance(real, torch.Tensor):
-            val = mode.from_tensor(real)
+            static = isinstance(real, torch.nn.Parameter) or i in static_inputs
+            context = None
+            if dynamic_dims is not None and not static:
+                dims = dynamic_dims.get(i, set())
+                context = StatelessSymbolicContext(
+                    dynamic_sizes=[DimDynamic.DUCK if d in dims else DimDynamic.STATIC
+                                   for d in range(real.dim())])
+            val = mode.from_tensor(real, static_shapes=static, symbolic_context=context)
         elif i in dynamic_ints:
             symbol = env.create_symbol(real, ConstantSource(f"int{i}"), dynamic_dim=DimDynamic.DYNAMIC)
             val = env.create_symintnode(symbol, hint=real)
@@ -37,6 +51,23 @@ def dynamic_graph(fn: Callable | torch.fx.GraphModule, *inputs: Any,
             val = real
         node.meta["val"] = node.meta["example_value"] = val
     return gm
+
+
+def changed_dims(first: Sequence[Any], second: Sequence[Any]) -> dict[int, set[int]]:
+    """Per tensor input, the dimensions whose size differs between two calls."""
+    return {i: {d for d, (x, y) in enumerate(zip(a.shape, b.shape)) if x != y}
+            for i, (a, b) in enumerate(zip(first, second)) if isinstance(a, torch.Tensor)}
+
+
+def assert_no_size_pinned(gm: torch.fx.GraphModule) -> None:
+    """No size symbol of ``gm``'s shape environment was specialised to a number (by a guard
+    ``Eq(s, 5)`` or a replacement), as reading a symbolic size as an int does."""
+    env = next(n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"
+               and isinstance(n.meta.get("val"), torch.Tensor)).fake_mode.shape_env
+    pinned = [str(g.expr) for g in env.guards if isinstance(g.expr, sympy.Eq)
+              and any(a.is_Symbol for a in g.expr.args) and any(a.is_Integer for a in g.expr.args)]
+    pinned += [f"{s} = {v}" for s, v in env.replacements.items() if v.is_Integer]
+    assert not pinned, f"sizes specialised: {pinned}"
 
 
 def counting(backend: Callable) -> tuple[Callable, list[int]]:
@@ -75,7 +106,8 @@ def compare_sizes(fn: Callable, make_inputs: Callable[[int], Sequence[Any]], siz
     with ``make_inputs(n)`` for every ``n`` and compare outputs and grads with eager. Returns
     the compiled callable; asserts the backend compiled once."""
     backend, compilations = counting(backend)
-    gm = dynamic_graph(fn, *make_inputs(sizes[0]), dynamic_ints=dynamic_ints)
+    gm = dynamic_graph(fn, *make_inputs(sizes[0]), dynamic_ints=dynamic_ints,
+                       dynamic_dims=changed_dims(make_inputs(sizes[0]), make_inputs(sizes[1])))
     compiled = None
     for n in sizes:
         inputs = list(make_inputs(n))
@@ -85,6 +117,7 @@ def compare_sizes(fn: Callable, make_inputs: Callable[[int], Sequence[Any]], siz
         _check_call(compiled, fn, inputs, ref_inputs, tol)
         _check_grads(inputs, ref_inputs, tol)
     assert len(compilations) == 1
+    assert_no_size_pinned(gm)
     return compiled
 
 
@@ -96,7 +129,9 @@ def compare_module_sizes(module: torch.nn.Module, make_inputs: Callable[[int], S
     ref = copy.deepcopy(module)
     gm, names = lift(module)
     params = module_tensors(module, names)
-    gm = dynamic_graph(gm, *params, *make_inputs(sizes[0]))
+    first, second = make_inputs(sizes[0]), make_inputs(sizes[1])
+    dims = {len(params) + i: d for i, d in changed_dims(first, second).items()}
+    gm = dynamic_graph(gm, *params, *first, static_inputs=range(len(params)), dynamic_dims=dims)
     backend, compilations = counting(backend)
     compiled = None
     for n in sizes:
@@ -115,4 +150,5 @@ def compare_module_sizes(module: torch.nn.Module, make_inputs: Callable[[int], S
             torch.testing.assert_close(b, rb, rtol=tol, atol=tol, msg=name)  # running stats
         _check_grads(inputs, ref_inputs, tol)
     assert len(compilations) == 1
+    assert_no_size_pinned(gm)
     return compiled

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from aot_helpers import assert_compiled
 from aot_models import GPT, BatchNorm2d
-from dynamic_helpers import compare_module_sizes, compare_sizes, dynamic_graph
+from dynamic_helpers import assert_no_size_pinned, compare_module_sizes, compare_sizes, dynamic_graph
 from ember_aot import aot_autograd
 from ember_aot.api import _CheckedPlan
 from ember_aot.backend import aot_eager
@@ -98,6 +98,24 @@ def test_gpt_training_step_with_loss_over_many_sequence_lengths():
         return [torch.randint(0, 50, (3, n)), torch.randint(0, 50, (3, n))]
 
     _one_symbolic_plan(compare_module_sizes(model, inputs, SIZES, aot_eager, tol=1e-4))
+
+
+def test_inference_of_linear_layers_on_sequences_keeps_sizes_symbolic():
+    torch.manual_seed(0)
+    lin, ln = torch.nn.Linear(8, 6), torch.nn.LayerNorm(6)
+
+    def fn(x, w, b, g, beta):
+        return F.layer_norm(F.linear(x, w, b), (6,), g, beta).relu()
+
+    params = [lin.weight, lin.bias, ln.weight, ln.bias]
+    gm = dynamic_graph(fn, torch.randn(2, 5, 8), *params, dynamic_dims={0: {1}})  # the sequence
+    with torch.no_grad():
+        compiled = aot_eager(gm, [torch.randn(2, 5, 8), *params])
+        for n in SIZES:
+            x = torch.randn(2, n, 8)
+            torch.testing.assert_close(compiled(x, *params), fn(x, *params))
+    _one_symbolic_plan(compiled)
+    assert_no_size_pinned(gm)
 
 
 def test_int_input_that_varies_is_a_graph_input():

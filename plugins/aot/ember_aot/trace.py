@@ -1,7 +1,8 @@
 """Traces the torch-level graph to a functional aten graph with make_fx under fake tensors.
 
 Two entry points:
-- ``trace_inference``: forward only, traced through ``torch.func.functionalize``.
+- ``trace_inference``: forward only, traced through ``torch.func.functionalize`` (with symbolic
+  sizes, which that would pin, as the joint is traced: below).
 - ``trace_joint``: forward and backward together. The captured graph runs under real autograd
   (on fake tensors), ``torch.autograd.grad`` produces the backward, and make_fx records both as
   one straight-line aten program. Its in-place ops are then rewritten into functional ones
@@ -33,7 +34,7 @@ from .decompositions import DecompositionTable
 from .errors import AOTUnsupported
 from .graph_utils import MUTATED
 from .inplace import remove_mutations
-from .symbolic import known_equal
+from .symbolic import is_symbolic, known_equal
 
 aten = torch.ops.aten
 
@@ -80,6 +81,13 @@ def _fakes(mode: FakeTensorMode, calls: _Calls, keep_grad: bool) -> list[Any]:
     return [_fresh(mode, calls.args[i], keep_grad) for i in calls.tensor_pos]
 
 
+def _sizes(value: Any) -> tuple:
+    """A primal's sizes and strides (a symbolic int: itself)."""
+    if isinstance(value, torch.Tensor):
+        return (*value.shape, *value.stride())
+    return (value,)
+
+
 def _fresh(mode: FakeTensorMode, value: Any, keep_grad: bool) -> Any:
     """A fresh fake leaf like the tensor ``value``; a symbolic int as it is."""
     if not isinstance(value, torch.Tensor):
@@ -102,6 +110,13 @@ def trace_inference(
         return calls.produced(primals)
 
     primals = _fakes(mode, calls, keep_grad=False)
+    if any(is_symbolic(v) for p in primals for v in _sizes(p)):
+        # torch.func.functionalize reads sizes as ints (``linear`` on a 3-d input), which pins
+        # every symbol it meets: trace as the joint is traced, functionalizing only if needed
+        with mode, torch.no_grad():
+            traced = make_fx(forward, decomposition_table=decompositions)(primals)
+        if remove_mutations(traced, mode, primals):
+            return _finalize(traced, calls, len(primals), 0, keep_input_mutations)
     with mode, torch.no_grad():
         traced = make_fx(
             torch.func.functionalize(forward, remove="mutations"),
