@@ -34,6 +34,8 @@ class BackendSpec:
     accepts_options: the compiler takes keyword arguments ``mode=`` and ``options=``.
     check:       optional ``"module:attr"`` (or callable) returning "" when the backend can run
                  on this machine, else the reason it cannot (e.g. "needs a CUDA device").
+    dynamic:     the compiler takes graphs with symbolic sizes and returns a callable right for
+                 every size the guards admit; without it, the core compiles per concrete shape.
     """
 
     name: str
@@ -44,6 +46,7 @@ class BackendSpec:
     description: str = ""
     accepts_options: bool = False
     check: str | Callable[[], str] | None = None
+    dynamic: bool = False
 
     def missing_modules(self) -> list[str]:
         """Required modules that cannot be found (checked without importing them)."""
