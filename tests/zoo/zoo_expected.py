@@ -9,9 +9,6 @@ machine);
 ``EMBER_ZOO=all`` runs every model."""
 from __future__ import annotations
 
-_PROBLEM_TYPE = ("assignment to attribute 'problem_type' of a {}Config (custom __setattr__ or a class): "
-                 "the loss of *ForSequenceClassification / *ForImageClassification sets "
-                 "config.problem_type on the first call")
 _CONFIG_COPY = ("call to dict.get is not supported: EncoderDecoderCache's DynamicCache(config=...) "
                 "copies the config (copy.deepcopy, to_dict), which capture walks into")
 _GENERATE_RECOMPILE = ("no break, 4 graphs vs torch.compile's 3: each of generate's 4 forward calls compiles; "
@@ -19,10 +16,6 @@ _GENERATE_RECOMPILE = ("no break, 4 graphs vs torch.compile's 3: each of generat
                        "static sizes where torch.compile makes them dynamic and reuses that graph")
 
 SHORTFALLS: dict[tuple[str, str], str] = {
-    **{(name, "train"): _PROBLEM_TYPE.format(config) for name, config in [
-        ("bert", "Bert"), ("distilbert", "DistilBert"), ("roberta", "Roberta"), ("albert", "Albert"),
-        ("electra", "Electra"), ("vit", "ViT"), ("convnext", "ConvNext"), ("resnet", "ResNet"),
-        ("swin", "Swin"), ("mobilenet-v2", "MobileNetV2"), ("regnet", "RegNet")]},
     ("deberta-v2", "eval"): ("call to transformers.activations.GELUActivation is not supported "
                              "(not a torch op, not Python code to inline)"),
     ("deberta-v2", "train"): ("call to transformers.activations.GELUActivation is not supported "

@@ -15,7 +15,7 @@ import torch
 
 from . import contexts, hooks, locks, objects, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
-from .constants import NotConstant, lift, python_value
+from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
 from .dispatch import call, handles_call
 from .exceptions import evaluate, is_plain_exception_class
 from .inline import inline_call
@@ -69,7 +69,7 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return handler(frame, args, kwargs)
     if locks.is_lock_method(value):
         return locks.lock_call(value)
-    if getattr(value, "__objclass__", None) in _READ_ONLY_OWNERS and value.__name__ in _READ_ONLY_METHODS:
+    if getattr(value, "__objclass__", None) in READ_ONLY_OWNERS and value.__name__ in READ_ONLY_METHODS:
         return _read_only_method(frame, value, args, kwargs)
     if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
         if args and isinstance(args[0], TensorVar):
@@ -151,9 +151,7 @@ def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: di
 
 
 _ENV_READS = {"get", "__getitem__", "__contains__", "keys", "items"}
-_READ_ONLY_OWNERS = (dict, list, tuple, str, set, frozenset)
-_READ_ONLY_METHODS = {"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "index",
-                      "count", "copy"}
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 
 
 def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -170,9 +168,25 @@ def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: 
     except NotConstant:
         frame.fail(f"{descriptor.__qualname__} with tensor arguments")
     result = descriptor(owner.value, *call_args)
+    if isinstance(result, _VIEWS):  # a live view: of a constant, its items now; of an input, its container
+        if owner.source is None:
+            return lift(list(result))
+        return _container_view(frame, owner, descriptor, call_args)
     if owner.source is None:
         return lift(result)
     return wrap(frame.state, result, MethodCallSource(owner.source, descriptor, call_args, descriptor.__name__))
+
+
+def _container_view(frame: "Frame", owner: ConstVar, descriptor: Any, call_args: tuple) -> Var:
+    """``d.items()`` of a real dict read from the frame: the dict wrapped as a container (its keys
+    guarded), then its own method."""
+    from .attrs import load_attr
+    from .builder import wrap
+
+    container = wrap(frame.state, owner.value, owner.source)
+    if isinstance(container, ConstVar):
+        frame.fail(f"{descriptor.__qualname__} of a dict whose keys cannot be guarded")
+    return call(frame, load_attr(frame, container, descriptor.__name__), [lift(a) for a in call_args], {})
 
 
 _FROM_NUMPY = (torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray)
