@@ -41,7 +41,7 @@ from ..errors import GeneratedCodeFailed, Unsupported
 from . import contexts, global_state
 # the modules that register their values' behaviour in dispatch.CALL_HANDLERS and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
-from . import attrs, calls, containers, inline, objects, supers, torch_helpers  # noqa: F401
+from . import attrs, calls, containers, copies, inline, objects, supers, torch_helpers  # noqa: F401
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes

@@ -171,6 +171,8 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
             frame.fail(f"{type(value).__name__} object has no attribute {name!r}")
     instance_dict = getattr(value, "__dict__", None)
     is_class = isinstance(value, type)
+    if name == "__dict__" and any(key[0] == id(value) for key in frame.state.side_effects.attrs):
+        frame.fail(f"reading __dict__ of a {type(value).__name__} with stores not yet replayed")
     if not is_class and isinstance(instance_dict, dict) and name in instance_dict:
         return _wrap_attr(frame, obj, name, instance_dict[name])
     if isinstance(static, property) and not is_class:
@@ -181,7 +183,8 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
         if is_class:
             return _wrap_attr(frame, obj, name, static)
         return BoundMethodVar(ConstVar(static), obj)
-    if isinstance(static, types.MethodDescriptorType) and static.__objclass__ in READ_ONLY_OWNERS \
+    if isinstance(static, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
+            and static.__objclass__ in READ_ONLY_OWNERS \
             and name in READ_ONLY_METHODS and not is_class:  # ``d.get(k)`` of a real dict: on the dict
         return BoundMethodVar(ConstVar(static), obj)
     if isinstance(static, staticmethod):
@@ -224,6 +227,9 @@ def store_attr(frame: "Frame", obj: Var, name: str, value: Any, *, default: bool
         source, tensor = found  # replayed on the input itself (zero_grad's ``p.grad = None``)
         frame.state.side_effects.store_attr(ConstVar(tensor, source), tensor, name, value)
         return
+    if isinstance(obj, ConstVar) and id(obj.value) in frame.state.made:
+        _store_into_made(frame, obj.value, name, value, default)
+        return
     if not isinstance(obj, ConstVar) or obj.source is None:
         frame.fail(f"assignment to attribute {name!r} of a {type(obj).__name__}")
     target = obj.value
@@ -254,6 +260,24 @@ def _inline_custom_store(frame: "Frame", obj: Var, name: str, value: Any) -> boo
         return False
     inline_call(frame, ConstVar(hook), [obj, ConstVar(name)] + ([] if value is DELETED else [value]), {})
     return True
+
+
+def _store_into_made(frame: "Frame", target: Any, name: str, value: Any, default: bool) -> None:
+    """A store into an object the capture made (a deep copy): applied to it now, since every call
+    of the captured code makes the same one (a value of the store must be a constant)."""
+    from .constants import NotConstant, python_value
+    from .exceptions import evaluate
+    from .side_effects import DELETED
+
+    if not default and _store_hook(type(target), value) is not _store_hook(object, value):
+        frame.fail(f"assignment to attribute {name!r} of a {type(target).__name__} (a __setattr__ not in Python)")
+    if value is DELETED:
+        evaluate(object.__delattr__, target, name)
+        return
+    try:
+        evaluate(object.__setattr__, target, name, python_value(value))
+    except NotConstant:
+        frame.fail(f"storing a {type(value).__name__} into a {type(target).__name__} made by a deep copy")
 
 
 def _store_hook(cls: type, value: Any) -> Any:

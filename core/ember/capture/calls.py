@@ -60,8 +60,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return ConstVar(True)
     if value in _AUTOGRAD_CALLS or getattr(value, "__func__", None) in _AUTOGRAD_CALLS:
         frame.fail(f"{_name(value)} runs autograd's engine (graph break)")
-    if _is_torch_module_class(value):
-        return _construct_torch_module(frame, value, args, kwargs)
+    if _is_module_class(value):
+        return _construct_module(frame, value, args, kwargs)
     if value in contexts.CONTEXT_FACTORIES:
         return contexts.make_context(frame, value, args, kwargs)
     handler = _builtin_handler(value)
@@ -69,7 +69,7 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return handler(frame, args, kwargs)
     if locks.is_lock_method(value):
         return locks.lock_call(value)
-    if getattr(value, "__objclass__", None) in READ_ONLY_OWNERS and value.__name__ in READ_ONLY_METHODS:
+    if isinstance(value, _UNBOUND) and value.__objclass__ in READ_ONLY_OWNERS and value.__name__ in READ_ONLY_METHODS:
         return _read_only_method(frame, value, args, kwargs)
     if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
         if args and isinstance(args[0], TensorVar):
@@ -152,6 +152,7 @@ def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: di
 
 _ENV_READS = {"get", "__getitem__", "__contains__", "keys", "items"}
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+_UNBOUND = (types.MethodDescriptorType, types.WrapperDescriptorType)  # ``dict.get``, not ``{}.get``
 
 
 def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -211,17 +212,20 @@ def _numpy_input(frame: "Frame", fn: Any, array: ConstVar) -> Var:
 _AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
 
 
-def _is_torch_module_class(value: Any) -> bool:
-    return (isinstance(value, type) and issubclass(value, torch.nn.Module)
-            and value.__module__.startswith("torch.nn.modules"))
+def _is_module_class(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, torch.nn.Module)
 
 
-def _construct_torch_module(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    """``nn.CrossEntropyLoss()`` inside captured code: a stateless torch module, built now."""
+def _construct_module(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``nn.CrossEntropyLoss()`` or HF's ``ACT2FN[name]`` (a ``GELUActivation()``) inside captured
+    code: a module with no state, built now from constant arguments (its ``__init__`` runs once,
+    at capture), used as a constant. A module with parameters or buffers breaks the graph."""
     try:
-        module = cls(*[python_value(a) for a in args], **{k: python_value(v) for k, v in kwargs.items()})
+        py_args = [python_value(a) for a in args]
+        py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
     except NotConstant:
         frame.fail(f"constructing {cls.__name__} with tensors")
+    module = evaluate(cls, *py_args, **py_kwargs)
     if any(True for _ in module.parameters()) or any(b is not None for b in module.buffers()):
         frame.fail(f"constructing {cls.__name__} (a module with parameters) inside captured code")
     return ConstVar(module)
