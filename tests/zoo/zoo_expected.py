@@ -17,13 +17,8 @@ SHORTFALLS: dict[tuple[str, str], str] = {
     ("deberta-v2", "train"): ("2 graphs / 3 breaks vs torch.compile's 2 / 2: the loss's (labels >= 0).nonzero() "
                               "(data-dependent shape) breaks inside forward, inlined under the model's call: "
                               "ember breaks at that call and again in forward's own frame, torch.compile once"),
-    ("gpt2", "train"): ("call to transformers.utils.logging.warning_once is not supported "
-                        "(not a torch op, not Python code to inline)"),
-    **{("bloom", mode): "call to _FunctionBase.apply is not supported (torch.autograd.Function)"
-       for mode in ("eval", "train")},
-    **{(name, "generate"): _GENERATE_RECOMPILE for name in ("gpt2", "gpt-neo", "opt", "llama", "mistral",
-                                                             "qwen2", "phi", "gemma")},
-    ("bloom", "generate"): "call to _FunctionBase.apply is not supported (torch.autograd.Function)",
+    **{(name, "generate"): _GENERATE_RECOMPILE for name in ("gpt2", "gpt-neo", "opt", "bloom", "llama",
+                                                             "mistral", "qwen2", "phi", "gemma")},
 }
 
 CI_SHARE: tuple[str, ...] = ("bert", "deberta-v2", "gpt2", "llama", "t5", "bart", "vit", "swin")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import contexts, hooks, locks, objects, skips, user_objects
+from . import autograd_functions, contexts, hooks, locks, objects, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
 from .dispatch import call, handles_call
@@ -60,6 +60,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return ConstVar(True)
     if value in _AUTOGRAD_CALLS or getattr(value, "__func__", None) in _AUTOGRAD_CALLS:
         frame.fail(f"{_name(value)} runs autograd's engine (graph break)")
+    if value is autograd_functions.FUNCTION_APPLY and args and isinstance(args[0], ConstVar):
+        return autograd_functions.apply(frame, args[0].value, args[1:], kwargs)
     if _is_module_class(value):
         return _construct_module(frame, value, args, kwargs)
     if value in contexts.CONTEXT_FACTORIES:
@@ -89,6 +91,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
             pass
         else:
             return lift(evaluate(value, *py_args, **py_kwargs))
+    if isinstance(value, functools._lru_cache_wrapper):
+        return _call_cached(frame, value, args, kwargs)
     never = skips.never_traced(value)
     if never is not None:
         frame.fail(f"{_name(getattr(value, '_torchdynamo_orig_callable', value))} {never}")
@@ -126,6 +130,20 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
     frame.fail(f"call to {_name(value)} is not supported (not a torch op, not Python code to inline)")
     raise AssertionError
+
+
+def _call_cached(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """A ``functools.lru_cache``/``cache`` function (HF's ``logger.warning_once``) called with
+    constants is called now, through its cache: eager's first call runs it and fills the cache,
+    every later one returns the cached result, so the call's result is a constant of the graph's
+    code and the function runs once, as in eager. Called with tensors, it breaks the graph."""
+    try:
+        py_args = [python_value(a) for a in args]
+        py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
+        hash((tuple(py_args), tuple(py_kwargs.items())))
+    except (NotConstant, TypeError):
+        frame.fail(f"{_name(fn)} (functools.lru_cache) called with tensors or unhashable arguments")
+    return lift(evaluate(fn, *py_args, **py_kwargs))
 
 
 def _refuse_optimizer_step(frame: "Frame", owner: Any, func: Any) -> None:
