@@ -75,3 +75,18 @@ def test_cached_function_of_a_tensor_breaks_and_stays_right():
     for _ in range(2):
         x = torch.randn(3)
         torch.testing.assert_close(compiled(x), x * 2 + 1)
+
+
+@functools.lru_cache(None)
+def ones(n):
+    return torch.ones(n)
+
+
+def test_cached_tensor_is_not_frozen_into_the_code():
+    def f(x):
+        return x + ones(3)
+
+    compiled = ember.compile(f, backend="eager")
+    torch.testing.assert_close(compiled(torch.zeros(3)), torch.ones(3))
+    ones(3).add_(1)  # the cached tensor changes: eager sees it, so must the compiled call
+    torch.testing.assert_close(compiled(torch.zeros(3)), torch.full((3,), 2.0))

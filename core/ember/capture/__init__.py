@@ -16,9 +16,11 @@ asserts that no import, even inside a function, closes a circle):
   ``exceptions``, ``contexts`` (context managers), ``locks``, ``inline`` (Python functions: run
   in a child frame made by the caller's ``type(frame)``), ``user_objects``, ``objects``
   (objects built over fake tensors), ``supers`` (``super()``), ``hooks`` (module hooks),
-  ``containers`` (list/dict/set methods), ``attrs`` (attribute reads, tensor methods).
+  ``containers`` (list/dict/set methods), ``attrs`` (attribute reads and stores, tensor methods),
+  ``autograd_functions`` (user ``torch.autograd.Function.apply`` as one node).
 - ``ops`` (operators, indexing, truth, iteration, dunder dispatch) and ``builtin_calls`` with
-  ``torch_helpers`` (Python's builtins and torch's helpers, in the ``BUILTIN_HANDLERS`` table).
+  ``torch_helpers`` and ``copies`` (Python's builtins, torch's helpers and ``copy.deepcopy``, in
+  the ``BUILTIN_HANDLERS`` table).
 - ``calls``: calls of real values (torch ops, modules, classes, functions), registered for
   ConstVar; ``frame``: decodes instructions and dispatches to the above; ``breaks``, ``resume``
   and ``output`` plan graph breaks and write the code that rebuilds values after the graph.

@@ -12,6 +12,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+from torch.utils._pytree import tree_leaves
 
 from . import autograd_functions, contexts, hooks, locks, objects, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
@@ -143,7 +144,10 @@ def _call_cached(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Var
         hash((tuple(py_args), tuple(py_kwargs.items())))
     except (NotConstant, TypeError):
         frame.fail(f"{_name(fn)} (functools.lru_cache) called with tensors or unhashable arguments")
-    return lift(evaluate(fn, *py_args, **py_kwargs))
+    result = evaluate(fn, *py_args, **py_kwargs)
+    if any(isinstance(leaf, torch.Tensor) for leaf in tree_leaves(result)):
+        frame.fail(f"{_name(fn)} (functools.lru_cache) returned a tensor")  # not frozen into the code
+    return lift(result)
 
 
 def _refuse_optimizer_step(frame: "Frame", owner: Any, func: Any) -> None:
@@ -243,7 +247,8 @@ def _construct_module(frame: "Frame", cls: type, args: list[Var], kwargs: dict[s
         py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
     except NotConstant:
         frame.fail(f"constructing {cls.__name__} with tensors")
-    module = evaluate(cls, *py_args, **py_kwargs)
+    with torch.random.fork_rng(devices=[]):  # a refused module's initialisation leaves no trace
+        module = evaluate(cls, *py_args, **py_kwargs)
     if any(True for _ in module.parameters()) or any(b is not None for b in module.buffers()):
         frame.fail(f"constructing {cls.__name__} (a module with parameters) inside captured code")
     return ConstVar(module)
