@@ -16,6 +16,7 @@ import torch
 
 from . import objects, user_objects
 from .builder import wrap
+from .instances import pin
 from .dispatch import handles_call
 from .sources import AttrSource, DictEntrySource
 from .torch_ops import GRAPH_BREAK_CALLS, UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
@@ -193,6 +194,7 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
     if isinstance(attr, (types.BuiltinMethodType, types.MethodWrapperType)) or callable(attr) and not isinstance(
         attr, (type, torch.nn.Module, types.FunctionType)
     ) and getattr(attr, "__self__", None) is value:
+        pin(obj)  # a builtin method bound to this very object
         return ConstVar(attr)
     return _wrap_attr(frame, obj, name, attr)
 

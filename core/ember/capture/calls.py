@@ -19,6 +19,7 @@ from .constants import NotConstant, lift, python_value
 from .dispatch import call, handles_call
 from .exceptions import evaluate, is_plain_exception_class
 from .inline import inline_call
+from .instances import InstanceVar, pin
 from .torch_ops import COMPILING_QUERIES, is_graph_callable, is_pure_function
 from .values import BoundMethodVar, ConstVar, PartialVar, TensorVar, TupleVar, Var
 
@@ -249,11 +250,14 @@ def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict
 
     def call_forward(fwd_args: list[Var], fwd_kwargs: dict[str, Var]) -> Var:
         if "forward" in module.__dict__:  # an instance attribute replaced forward
+            pin(mod_var)
             return call(frame, ConstVar(forward), fwd_args, fwd_kwargs)
         return inline_call(frame, ConstVar(forward), [mod_var, *fwd_args], fwd_kwargs)
 
     if has_hooks(module):
         return hooks.call_with_hooks(frame, mod_var, args, kwargs, call_forward)
+    if isinstance(mod_var, InstanceVar):  # another instance must have no hooks, no own forward
+        frame.state.guards.plain_module_call(mod_var.source)
     return call_forward(args, kwargs)
 
 

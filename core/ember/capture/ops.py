@@ -17,6 +17,7 @@ from ..errors import Unsupported
 from . import objects, user_objects
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .exceptions import evaluate, throw
+from .instances import answers_truth, pin
 from .inline import inline_call
 from .objects import ObjectVar
 from .user_objects import UserObjectVar
@@ -140,6 +141,8 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
     if a is b:
         return True
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
+        if a.value is not None and b.value is not None:
+            pin(a, b)
         return a.value is b.value
     if isinstance(a, ConstVar) or isinstance(b, ConstVar):
         # a constant is never the same object as a tensor/container built or read by the capture,
@@ -176,6 +179,12 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
 
 def truthy(frame: "Frame", var: Var) -> bool:
     if isinstance(var, ConstVar):
+        if answers_truth(type(var.value)):
+            for name in ("__bool__", "__len__"):  # Python code (a ModuleList's len): inlined
+                result = call_dunder(frame, var, name, [])
+                if result is not None:
+                    return bool(as_const(frame, result, f"{name}()"))
+            pin(var)
         return bool(var.value)
     if isinstance(var, (TupleVar, ListVar, DictVar, SetVar)):
         return len(var.items) > 0

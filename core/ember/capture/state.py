@@ -28,6 +28,8 @@ class CaptureState:
     #: id(real list or dict read from the frame) -> (it, its Var): one Var per object, so that
     #: a list reached through two names aliases in the capture as it does in Python
     containers: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+    #: id(module or user object guarded on its class) -> (it, the first source it was read from)
+    instances: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
 
     def remember(self, var: Any) -> None:
         """Save ``var``'s state the first time the current root instruction changes it."""
