@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import itertools
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -122,6 +123,13 @@ def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
             frame.fail("zip(strict=True) over sequences of different lengths")
     columns = [iterate(frame, a) for a in args]
     return IteratorVar([TupleVar(list(row)) for row in zip(*columns)])
+
+
+@handles(itertools.chain)
+def _chain(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if kwargs:
+        frame.fail("itertools.chain() takes no keyword arguments")
+    return IteratorVar([item for a in args for item in iterate(frame, a)])
 
 
 @handles(reversed)

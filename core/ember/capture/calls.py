@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import contexts, hooks, locks, objects, skips, user_objects
+from . import contexts, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import NotConstant, lift, python_value
 from .dispatch import call, handles_call
@@ -40,8 +40,9 @@ def _name(value: Any) -> str:
 
 @handles_call(BoundMethodVar)
 def _call_bound_method(frame: "Frame", fn: BoundMethodVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    if isinstance(fn.self_var, ConstVar) and isinstance(fn.func, ConstVar):
-        _refuse_optimizer_step(frame, fn.self_var.value, fn.func.value)
+    if isinstance(fn.self_var, ConstVar) and isinstance(fn.func, ConstVar) \
+            and optimizers.is_init_group(fn.self_var.value, fn.func.value):
+        return optimizers.init_group(frame, fn.self_var, args, kwargs)
     return call(frame, fn.func, [fn.self_var, *args], kwargs)
 
 
@@ -78,6 +79,9 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     if value in _FROM_NUMPY and args and _is_sourced_array(args[0]):
         return _numpy_input(frame, value, args[0])
     if is_graph_callable(value):
+        rewritten = scalar_tensors.rewrite_function(frame, value, args, kwargs)
+        if rewritten is not None:
+            return rewritten
         return graph.call("call_function", value, tuple(args), kwargs)
     if isinstance(value, types.MethodType) and value.__self__ is os.environ and value.__name__ in _ENV_READS:
         # reading the environment (libraries check flags): evaluated now, not guarded
@@ -99,7 +103,6 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     if isinstance(value, types.FunctionType):
         return inline_call(frame, fn, args, kwargs)
     if isinstance(value, types.MethodType):
-        _refuse_optimizer_step(frame, value.__self__, value.__func__)
         self_source = None
         if fn.source is not None:
             from .sources import AttrSource
@@ -127,13 +130,6 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
     frame.fail(f"call to {_name(value)} is not supported (not a torch op, not Python code to inline)")
     raise AssertionError
-
-
-def _refuse_optimizer_step(frame: "Frame", owner: Any, func: Any) -> None:
-    """``optimizer.step()`` is a graph break: it runs as it is, between the graphs around it."""
-    if isinstance(owner, torch.optim.Optimizer) and getattr(func, "__name__", None) == "step":
-        frame.fail(f"{type(owner).__name__}.step() runs eagerly at a graph break (ember does not capture optimizer "
-                   "steps yet: their lazily created, parameter-keyed state and grouped foreach updates)")
 
 
 def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:

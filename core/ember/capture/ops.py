@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import objects, user_objects
+from . import objects, optimizers, user_objects
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .exceptions import evaluate, throw
 from .instances import answers_truth, pin
@@ -252,6 +252,8 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
             return result
         return objects.from_shadow(frame, obj.shadow[as_const(frame, index, "an index")])
     if isinstance(obj, ConstVar):
+        if isinstance(index, TensorVar) and isinstance(obj.value, dict):  # an optimizer's state[param]
+            return optimizers.item_by_tensor(frame, obj, index)
         if isinstance(obj.value, (torch.nn.ModuleList, torch.nn.Sequential)) and obj.source is not None:
             key = as_const(frame, index, "a module index")
             if isinstance(key, slice):  # a slice of a module list: the modules themselves, in a list
