@@ -123,3 +123,23 @@ def test_a_hook_added_to_another_instance_is_seen():
         torch.testing.assert_close(compiled(first, x), f(first, x))
         torch.testing.assert_close(compiled(second, x), f(second, x))
     assert backend.count == 2
+
+
+class Options(dict):
+    """A dict subclass (as HF's ModelOutput): guarded on its class, its items read for real."""
+
+
+def _affine(x, scale=1.0, shift=0.0):
+    return x * scale + shift
+
+
+def test_items_of_a_dict_subclass_read_at_capture_are_guarded():
+    def f(options, x):
+        return _affine(x, **options)
+
+    backend = CountingBackend()
+    compiled = ember.compile(f, backend=backend)
+    x = torch.randn(3)
+    with no_fallback():
+        for options in [Options(scale=2.0), Options(scale=2.0, shift=3.0), Options(scale=2.0)]:
+            torch.testing.assert_close(compiled(options, x), f(options, x))

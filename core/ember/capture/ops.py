@@ -46,6 +46,7 @@ def _sequence_items(var: Var) -> list[Var] | None:
     if isinstance(var, (TupleVar, ListVar)):
         return var.items
     if isinstance(var, ConstVar) and isinstance(var.value, (tuple, list)) and not isinstance(var.value, str):
+        pin(var)  # the items of a list subclass guarded on its class only
         return [ConstVar(v) for v in var.value]
     return None
 
@@ -337,6 +338,7 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
     if isinstance(var, DictVar):
         return list(var.items.items())
     if isinstance(var, ConstVar) and isinstance(var.value, dict):
+        pin(var)
         return [(k, lift(v)) for k, v in var.value.items()]
     frame.fail(f"expected a mapping, got a {kind_name(var)}")
     raise AssertionError
@@ -375,6 +377,7 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
         if isinstance(value, (str, bytes, range, tuple, list, dict, set, frozenset, torch.Size)) or hasattr(
             value, "__next__"
         ) and type(value).__module__ == "builtins":
+            pin(var)  # a dict or list subclass: its items are read now, not through sources
             items = list(value)
             if any(isinstance(i, torch.Tensor) for i in items):
                 frame.fail("iteration over a constant holding tensors")
