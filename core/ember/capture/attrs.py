@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import objects, user_objects
+from . import objects, scalar_tensors, user_objects
 from .builder import wrap
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
+from .instances import pin
 from .dispatch import handles_call
 from .sources import AttrSource, DictEntrySource
 from .torch_ops import GRAPH_BREAK_CALLS, UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
@@ -47,6 +48,9 @@ class TensorMethod(Var):
 def _call_tensor_method(frame: "Frame", fn: TensorMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if fn.name in GRAPH_BREAK_CALLS:
         frame.fail(f"Tensor.{fn.name}() runs autograd's engine (graph break)")
+    rewritten = scalar_tensors.rewrite(frame, fn.name, fn.tensor, args, kwargs)
+    if rewritten is not None:
+        return rewritten
     return frame.state.graph.call("call_method", fn.name, (fn.tensor, *args), kwargs)
 
 
@@ -89,7 +93,7 @@ def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
     raise AssertionError
 
 
-def _input_of(frame: "Frame", obj: Var) -> "tuple[Any, torch.Tensor] | None":
+def input_of(frame: "Frame", obj: Var) -> "tuple[Any, torch.Tensor] | None":
     """(source, tensor) of the graph input ``obj`` stands for (after in-place ops on it too)."""
     if not isinstance(obj, TensorVar):
         return None
@@ -110,7 +114,7 @@ def _input_grad(frame: "Frame", source: Any, tensor: torch.Tensor) -> Var:
 
 
 def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
-    found = _input_of(frame, obj) if name == "grad" else None
+    found = input_of(frame, obj) if name == "grad" else None
     if found is not None:
         return _input_grad(frame, *found)
     if name in UNSUPPORTED_TENSOR_ATTRS:
@@ -200,6 +204,7 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
     if isinstance(attr, (types.BuiltinMethodType, types.MethodWrapperType)) or callable(attr) and not isinstance(
         attr, (type, torch.nn.Module, types.FunctionType)
     ) and getattr(attr, "__self__", None) is value:
+        pin(obj)  # a builtin method bound to this very object
         return ConstVar(attr)
     return _wrap_attr(frame, obj, name, attr)
 
@@ -222,7 +227,7 @@ def store_attr(frame: "Frame", obj: Var, name: str, value: Any, *, default: bool
     if isinstance(obj, user_objects.UserObjectVar):  # built by the capture: nothing to replay
         user_objects.store_attr(frame, obj, name, value)
         return
-    found = _input_of(frame, obj) if name == "grad" else None
+    found = input_of(frame, obj) if name == "grad" else None
     if found is not None and (isinstance(value, TensorVar) or (isinstance(value, ConstVar) and value.value is None)):
         source, tensor = found  # replayed on the input itself (zero_grad's ``p.grad = None``)
         frame.state.side_effects.store_attr(ConstVar(tensor, source), tensor, name, value)

@@ -3,7 +3,8 @@
 This is the only place where a value enters the capture from outside; it decides the guard:
 tensors on metadata, primitives on value, flat tuples of primitives (a convolution's stride) as
 one constant, other containers on type and length (their items are wrapped one by one),
-anything else (modules, functions, classes, user objects) on identity.
+modules and user objects on their class (:mod:`.instances`), anything else (functions, classes,
+modules of Python) on identity.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .instances import InstanceVar, by_type
 from .sources import ItemSource, Source
 from .values import ConstVar, DictVar, ListVar, TupleVar, Var
 
@@ -91,9 +93,19 @@ def _is_key(key: Any) -> bool:
 
 
 def _opaque(state: "CaptureState", value: Any, source: Source | None) -> Var:
-    """Other objects: guarded on identity, so every fact read from them stays true."""
-    if source is not None:
-        state.guards.identity(source, value)
+    """Other objects: modules and user objects on their class (an object reached through two
+    sources must stay one object), anything else on identity, so every fact read stays true."""
+    if source is None:
+        return ConstVar(value, source)
+    if by_type(value):
+        seen = state.instances.get(id(value))
+        if seen is not None and seen[0] is value:
+            state.guards.same_object(source, seen[1])
+        else:
+            state.instances[id(value)] = (value, source)
+            state.guards.type_match(source, value)
+        return InstanceVar(value, source, state.guards)
+    state.guards.identity(source, value)
     return ConstVar(value, source)
 
 

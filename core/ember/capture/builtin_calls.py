@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import collections
 import functools
+import inspect
+import itertools
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from .exceptions import Raised, evaluate, run_ahead, throw
+from .instances import InstanceVar, pin
 from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
 from .torch_ops import BINARY_OPS
 from .objects import ObjectVar
@@ -59,6 +63,7 @@ def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
         result = call_dunder(frame, obj, "__len__", [])
         if result is not None:
             return result
+        pin(obj)
         return ConstVar(len(obj.value))
     if isinstance(obj, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
         from .ops import call_dunder
@@ -118,6 +123,13 @@ def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
             frame.fail("zip(strict=True) over sequences of different lengths")
     columns = [iterate(frame, a) for a in args]
     return IteratorVar([TupleVar(list(row)) for row in zip(*columns)])
+
+
+@handles(itertools.chain)
+def _chain(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if kwargs:
+        frame.fail("itertools.chain() takes no keyword arguments")
+    return IteratorVar([item for a in args for item in iterate(frame, a)])
 
 
 @handles(reversed)
@@ -319,19 +331,20 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
     if isinstance(obj, TensorVar):
         return ConstVar(hasattr(obj.fake, name))
     if isinstance(obj, ConstVar):
-        if isinstance(obj.value, torch.nn.Module):
+        if isinstance(obj.value, torch.nn.Module) or isinstance(obj, InstanceVar):
             from .attrs import load_attr
             from ..errors import Unsupported
 
-            try:
+            try:  # True: the attribute read is guarded; False: its absence is
                 load_attr(frame, obj, name)
                 return ConstVar(True)
             except Unsupported:
-                return ConstVar(False)
+                return _lacks(frame, obj, name)
             except Raised as raised:  # an inlined property raised
                 if isinstance(raised.value.value, AttributeError):
-                    return ConstVar(False)
+                    return _lacks(frame, obj, name)
                 raise
+        pin(obj)
         return ConstVar(hasattr(obj.value, name))
     from . import user_objects
 
@@ -345,6 +358,24 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
             raise
     frame.fail(f"hasattr on a {type(obj).__name__}")
     raise AssertionError
+
+
+def _lacks(frame: "Frame", obj: ConstVar, name: str) -> Var:
+    if obj.source is not None:
+        frame.state.guards.lacks(obj.source, name)
+    return ConstVar(False)
+
+
+@handles(inspect.signature)
+def _signature(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """The signature of a bound method is its function's without the first parameter: the
+    object it is bound to plays no part (its identity is not guarded)."""
+    if len(args) == 1 and not kwargs and isinstance(args[0], BoundMethodVar):
+        method = args[0]
+        func = as_const(frame, method.func, "a method's function")
+        return ConstVar(evaluate(inspect.signature, types.MethodType(func, object())))
+    return ConstVar(evaluate(inspect.signature, *[python_value(a) for a in args],
+                             **{k: python_value(v) for k, v in kwargs.items()}))
 
 
 @handles(callable)

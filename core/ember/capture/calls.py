@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 from torch.utils._pytree import tree_leaves
 
-from . import autograd_functions, contexts, hooks, locks, objects, skips, user_objects
+from . import autograd_functions, contexts, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
 from .dispatch import call, handles_call
 from .exceptions import evaluate, is_plain_exception_class
 from .inline import inline_call
+from .instances import InstanceVar, pin
 from .torch_ops import COMPILING_QUERIES, is_graph_callable, is_pure_function
 from .values import BoundMethodVar, ConstVar, PartialVar, TensorVar, TupleVar, Var
 
@@ -40,8 +41,9 @@ def _name(value: Any) -> str:
 
 @handles_call(BoundMethodVar)
 def _call_bound_method(frame: "Frame", fn: BoundMethodVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    if isinstance(fn.self_var, ConstVar) and isinstance(fn.func, ConstVar):
-        _refuse_optimizer_step(frame, fn.self_var.value, fn.func.value)
+    if isinstance(fn.self_var, ConstVar) and isinstance(fn.func, ConstVar) \
+            and optimizers.is_init_group(fn.self_var.value, fn.func.value):
+        return optimizers.init_group(frame, fn.self_var, args, kwargs)
     return call(frame, fn.func, [fn.self_var, *args], kwargs)
 
 
@@ -80,6 +82,9 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     if value in _FROM_NUMPY and args and _is_sourced_array(args[0]):
         return _numpy_input(frame, value, args[0])
     if is_graph_callable(value):
+        rewritten = scalar_tensors.rewrite_function(frame, value, args, kwargs)
+        if rewritten is not None:
+            return rewritten
         return graph.call("call_function", value, tuple(args), kwargs)
     if isinstance(value, types.MethodType) and value.__self__ is os.environ and value.__name__ in _ENV_READS:
         # reading the environment (libraries check flags): evaluated now, not guarded
@@ -103,7 +108,6 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     if isinstance(value, types.FunctionType):
         return inline_call(frame, fn, args, kwargs)
     if isinstance(value, types.MethodType):
-        _refuse_optimizer_step(frame, value.__self__, value.__func__)
         self_source = None
         if fn.source is not None:
             from .sources import AttrSource
@@ -148,13 +152,6 @@ def _call_cached(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Var
     if any(isinstance(leaf, torch.Tensor) for leaf in tree_leaves(result)):
         frame.fail(f"{_name(fn)} (functools.lru_cache) returned a tensor")  # not frozen into the code
     return lift(result)
-
-
-def _refuse_optimizer_step(frame: "Frame", owner: Any, func: Any) -> None:
-    """``optimizer.step()`` is a graph break: it runs as it is, between the graphs around it."""
-    if isinstance(owner, torch.optim.Optimizer) and getattr(func, "__name__", None) == "step":
-        frame.fail(f"{type(owner).__name__}.step() runs eagerly at a graph break (ember does not capture optimizer "
-                   "steps yet: their lazily created, parameter-keyed state and grouped foreach updates)")
 
 
 def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -290,11 +287,14 @@ def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict
 
     def call_forward(fwd_args: list[Var], fwd_kwargs: dict[str, Var]) -> Var:
         if "forward" in module.__dict__:  # an instance attribute replaced forward
+            pin(mod_var)
             return call(frame, ConstVar(forward), fwd_args, fwd_kwargs)
         return inline_call(frame, ConstVar(forward), [mod_var, *fwd_args], fwd_kwargs)
 
     if has_hooks(module):
         return hooks.call_with_hooks(frame, mod_var, args, kwargs, call_forward)
+    if isinstance(mod_var, InstanceVar):  # another instance must have no hooks, no own forward
+        frame.state.guards.plain_module_call(mod_var.source)
     return call_forward(args, kwargs)
 
 

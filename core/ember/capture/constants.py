@@ -9,6 +9,7 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any
 
+from .instances import pin
 from .values import BoundMethodVar, ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -26,8 +27,10 @@ READ_ONLY_METHODS = frozenset({"get", "keys", "values", "items", "__getitem__", 
 
 
 def python_value(var: Var) -> Any:
-    """The Python value of a fully constant Var; raises NotConstant otherwise."""
+    """The Python value of a fully constant Var; raises NotConstant otherwise. The value goes
+    to real Python code: an object guarded on its class is now guarded on its identity."""
     if isinstance(var, ConstVar):
+        pin(var)
         return var.value
     if isinstance(var, TupleVar):
         items = [python_value(v) for v in var.items]

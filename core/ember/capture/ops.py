@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import objects, user_objects
+from . import objects, optimizers, user_objects
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .exceptions import evaluate, throw
+from .instances import answers_truth, pin
 from .inline import inline_call
 from .objects import ObjectVar
 from .user_objects import UserObjectVar
@@ -45,6 +46,7 @@ def _sequence_items(var: Var) -> list[Var] | None:
     if isinstance(var, (TupleVar, ListVar)):
         return var.items
     if isinstance(var, ConstVar) and isinstance(var.value, (tuple, list)) and not isinstance(var.value, str):
+        pin(var)  # the items of a list subclass guarded on its class only
         return [ConstVar(v) for v in var.value]
     return None
 
@@ -140,6 +142,8 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
     if a is b:
         return True
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
+        if a.value is not None and b.value is not None:
+            pin(a, b)
         return a.value is b.value
     if isinstance(a, ConstVar) or isinstance(b, ConstVar):
         # a constant is never the same object as a tensor/container built or read by the capture,
@@ -176,6 +180,12 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
 
 def truthy(frame: "Frame", var: Var) -> bool:
     if isinstance(var, ConstVar):
+        if answers_truth(type(var.value)):
+            for name in ("__bool__", "__len__"):  # Python code (a ModuleList's len): inlined
+                result = call_dunder(frame, var, name, [])
+                if result is not None:
+                    return bool(as_const(frame, result, f"{name}()"))
+            pin(var)
         return bool(var.value)
     if isinstance(var, (TupleVar, ListVar, DictVar, SetVar)):
         return len(var.items) > 0
@@ -243,6 +253,8 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
             return result
         return objects.from_shadow(frame, obj.shadow[as_const(frame, index, "an index")])
     if isinstance(obj, ConstVar):
+        if isinstance(index, TensorVar) and isinstance(obj.value, dict):  # an optimizer's state[param]
+            return optimizers.item_by_tensor(frame, obj, index)
         if isinstance(obj.value, (torch.nn.ModuleList, torch.nn.Sequential)) and obj.source is not None:
             key = as_const(frame, index, "a module index")
             if isinstance(key, slice):  # a slice of a module list: the modules themselves, in a list
@@ -326,6 +338,7 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
     if isinstance(var, DictVar):
         return list(var.items.items())
     if isinstance(var, ConstVar) and isinstance(var.value, dict):
+        pin(var)
         return [(k, lift(v)) for k, v in var.value.items()]
     frame.fail(f"expected a mapping, got a {kind_name(var)}")
     raise AssertionError
@@ -364,6 +377,7 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
         if isinstance(value, (str, bytes, range, tuple, list, dict, set, frozenset, torch.Size)) or hasattr(
             value, "__next__"
         ) and type(value).__module__ == "builtins":
+            pin(var)  # a dict or list subclass: its items are read now, not through sources
             items = list(value)
             if any(isinstance(i, torch.Tensor) for i in items):
                 frame.fail("iteration over a constant holding tensors")

@@ -16,6 +16,8 @@ import sys
 import types
 from typing import Any
 
+import torch
+
 #: standard modules whose Python code is traced, because it calls back into user code
 INLINED_STDLIB = frozenset({
     "functools", "itertools", "collections", "_collections_abc", "contextlib", "copy", "dataclasses",
@@ -25,10 +27,17 @@ INLINED_STDLIB = frozenset({
 _STDLIB = frozenset(sys.stdlib_module_names) - INLINED_STDLIB
 
 
+#: the code of the wrapper ``torch._disable_dynamo`` puts around torch's own functions
+#: (``Optimizer.zero_grad``): it marks them disabled only when first called
+_TORCH_DISABLED_CODE = torch._disable_dynamo(lambda: None).__code__
+
+
 def is_disabled(fn: Any) -> bool:
-    """True for functions marked to run eagerly (``torch.compiler.disable``, ``ember.disable``)."""
+    """True for functions marked to run eagerly (``torch.compiler.disable``, ``ember.disable``,
+    torch's ``_disable_dynamo``)."""
     try:
-        return bool(getattr(fn, "_torchdynamo_disable", False) or getattr(fn, "__ember_disable__", False))
+        return bool(getattr(fn, "_torchdynamo_disable", False) or getattr(fn, "__ember_disable__", False)
+                    or getattr(fn, "__code__", None) is _TORCH_DISABLED_CODE)
     except Exception:  # objects with odd __getattr__
         return False
 

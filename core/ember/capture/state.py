@@ -31,6 +31,8 @@ class CaptureState:
     #: id(object) -> object, for real objects made at capture by a constant computation (a
     #: ``copy.deepcopy``): the captured code's stores of constants into them apply at once
     made: dict[int, Any] = dataclasses.field(default_factory=dict)
+    #: id(module or user object guarded on its class) -> (it, the first source it was read from)
+    instances: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
 
     def remember(self, var: Any) -> None:
         """Save ``var``'s state the first time the current root instruction changes it."""
