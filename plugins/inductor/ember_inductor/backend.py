@@ -22,7 +22,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from . import debug, measured
+from . import debug, measured, symbolic
 from .decompositions import decompositions
 
 log = logging.getLogger("ember.inductor")
@@ -105,9 +105,16 @@ def trace_inference(gm: Callable, example_inputs: Sequence[Any]) -> tuple[torch.
         leaves, s = pytree.tree_flatten(out)
         spec.append(s)
         return leaves
+    fn = torch.func.functionalize(flat, remove="mutations")
+    shape_env = symbolic.shape_env_of(gm) if isinstance(gm, torch.fx.GraphModule) else None
     with torch.no_grad():
-        aten_gm = make_fx(torch.func.functionalize(flat, remove="mutations"),
-                          decomposition_table=decompositions(), tracing_mode="fake")(*example_inputs)
+        if shape_env is None:
+            aten_gm = make_fx(fn, decomposition_table=decompositions(), tracing_mode="fake")(*example_inputs)
+        else:  # traced on the graph's own fake inputs: the aten graph keeps their symbolic sizes
+            fakes = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+            fake_mode = next(v.fake_mode for v in fakes if isinstance(v, torch.Tensor))
+            with fake_mode:
+                aten_gm = make_fx(fn, decomposition_table=decompositions())(*fakes)
     return aten_gm, spec[-1]
 
 

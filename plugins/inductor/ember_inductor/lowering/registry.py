@@ -58,7 +58,8 @@ def promote(args: Sequence[Any], kind: Kind) -> tuple[torch.dtype, torch.dtype]:
     metas = []
     for a in args:
         if is_ir(a):
-            metas.append(torch.empty([int(s) for s in a.get_size()], dtype=a.get_dtype(), device="meta"))
+            # promotion depends on the rank (0-d tensors count as scalars), never on the sizes
+            metas.append(torch.empty([1] * len(a.get_size()), dtype=a.get_dtype(), device="meta"))
         elif isinstance(a, (bool, int, float)):
             metas.append(a)
         else:
@@ -75,7 +76,7 @@ def broadcast_shapes(*shapes: Sequence) -> list:
             j = i - (ndim - len(s))
             if j < 0:
                 continue
-            d = sympy.Integer(int(s[j]))
+            d = sympy.sympify(s[j])
             if d != 1:
                 if size != 1 and size != d:
                     raise NotLowerable("shapes do not broadcast")
