@@ -34,6 +34,7 @@ class BackendSpec:
     accepts_options: the compiler takes keyword arguments ``mode=`` and ``options=``.
     check:       optional ``"module:attr"`` (or callable) returning "" when the backend can run
                  on this machine, else the reason it cannot (e.g. "needs a CUDA device").
+    dynamic:     the backend compiles a graph with symbolic sizes once, correct for every size.
     """
 
     name: str
@@ -44,6 +45,7 @@ class BackendSpec:
     description: str = ""
     accepts_options: bool = False
     check: str | Callable[[], str] | None = None
+    dynamic: bool = False
 
     def missing_modules(self) -> list[str]:
         """Required modules that cannot be found (checked without importing them)."""

@@ -123,9 +123,31 @@ class CompiledGraph:
         kernels = self._keepalive
         if not isinstance(kernels, CompiledKernels):
             return None
-        gm = self._gm if isinstance(self._gm, bytes) else pickle.dumps(self._gm)
+        gm = self._gm if isinstance(self._gm, bytes) else _pickled(self._gm)
+        if gm is None:
+            return None
         parts = {name: value for name, value in self._parts.items() if name != "source"}  # in the spec
         return {**parts, "gm": gm, "backend": kernels.backend, "kernels": kernels.spec}
+
+
+def _pickled(gm: torch.fx.GraphModule) -> bytes | None:
+    """``gm`` pickled, None if it cannot be (the graph is then not stored)."""
+    try:
+        return pickle.dumps(gm)
+    except Exception:  # a symbolic make_fx graph keeps its ShapeEnv, and its placeholders the
+        pass           # traced function's annotations (strings, under postponed evaluation)
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    for node in graph.nodes:
+        node.type = None
+    clean = torch.fx.GraphModule(gm, graph)
+    clean.__dict__.pop("shape_env", None)
+    clean.meta = {}
+    try:
+        return pickle.dumps(clean)
+    except Exception as exc:
+        log.debug("cannot pickle the graph (%s); it is not stored", exc)
+        return None
 
 
 def _run_gm(gm: torch.fx.GraphModule) -> Callable:
