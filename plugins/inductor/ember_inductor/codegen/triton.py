@@ -245,19 +245,28 @@ class TritonKernel:
         without 32x32 tiles, tiled kernels lost 0.3% at the geomean; looped reductions took one
         of the two single-row shapes (64x64 stays for reductions over a strided dimension, which
         those models had few of); a persistent reduction's 256 elements per warp did as well as
-        twice the warps (0.8%)."""
+        twice the warps (0.8%).
+
+        With symbolic sizes, the configurations for the example's sizes come first (the default,
+        and the interpreter's), then those for any size: each size bucket autotunes among all."""
+        symbolic = bool(self.numel.free_symbols or self.rnumel.free_symbols)
+        out = self._configs(lambda n: _pow2(hint(n))) if symbolic else []
+        return list(dict.fromkeys(out + self._configs(_cap)))
+
+    def _configs(self, cap: Any) -> list[LaunchConfig]:
+        """The configurations, block sizes capped by ``cap(extent)``."""
         out: list[LaunchConfig] = []
         if self.tiled:
-            y, x = _cap(indexing.numel(self.plan.outer[:-1])), _cap(self.plan.outer[-1])
+            y, x = cap(indexing.numel(self.plan.outer[:-1])), cap(self.plan.outer[-1])
             for yb, xb, w in [(64, 64, 8), (16, 64, 4), (64, 16, 4)]:
                 out.append(LaunchConfig((("YBLOCK", min(yb, y)), ("XBLOCK", min(xb, x))), w))
         elif not self.is_reduction:
-            n = _cap(self.numel)
+            n = cap(self.numel)
             for xb, w in [(1024, 4), (2048, 8), (512, 4), (256, 2)]:
                 xb = min(xb, n)
                 out.append(LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128))))
         elif self.persistent:
-            rb, n = _pow2(self.rnumel), _cap(self.numel)
+            rb, n = _pow2(self.rnumel), cap(self.numel)
             for xb in (1, 2, 4, 8, 16, 32, 64):
                 xb = min(xb, n)
                 if xb * rb > 8192 or (xb * rb < 256 and xb < n):
@@ -265,10 +274,10 @@ class TritonKernel:
                 out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), max(1, min(16, xb * rb // 256))))
             out = out or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
         else:
-            rb, n = _cap(self.rnumel), _cap(self.numel)
+            rb, n = cap(self.rnumel), cap(self.numel)
             for xb, r, w in [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)]:
                 out.append(LaunchConfig((("XBLOCK", min(xb, n)), ("RBLOCK", min(r, rb))), w, 2))
-        return list(dict.fromkeys(out))
+        return out
 
     def grid(self, cfg: LaunchConfig) -> tuple:
         """The launch grid: ints, or Python source over the size symbols where symbolic."""
