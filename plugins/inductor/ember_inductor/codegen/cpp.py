@@ -24,6 +24,7 @@ import torch
 from .. import indexing
 from ..indexing import FloorDiv, ModularIndexing
 from ..scheduler import FusedGroup, KernelPlan
+from ..symbolic import guard_at_most
 from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
@@ -219,7 +220,9 @@ class CppKernel:
     def _reuse_candidates(self) -> list[str]:
         """Expensive expressions computed by more than one inner stage (found by a probe run)."""
         R = sympy.sympify(indexing.numel(self.plan.r))
-        if not R.is_Integer or R > REUSE_MAX_ROW:
+        if R.is_Integer and R > REUSE_MAX_ROW:
+            return []
+        if not R.is_Integer and not guard_at_most(R, REUSE_MAX_ROW):  # a guarded choice
             return []
         probe = CppKernel(self.name, self.group, self.stored, self.buffers, self.size_symbols)
         probe.seen = {}
@@ -417,7 +420,8 @@ class CppKernel:
         stages = len([s for s in plan.stages if s[0] == "inner"])
         if has_red and stages > 1 and self.seen is None:  # not the probe itself
             self.reuse = {e: f"row{k}" for k, e in enumerate(self._reuse_candidates())}
-            self.scope.lines += [f"alignas(64) float {row}[{int(R)}];" for row in self.reuse.values()]
+            length = int(R) if R.is_Integer else REUSE_MAX_ROW  # a symbolic row: at most that, guarded
+            self.scope.lines += [f"alignas(64) float {row}[{length}];" for row in self.reuse.values()]
         with set_handler(self):
             if not has_red:
                 self._run_nodes(plan.stages[0][1])
