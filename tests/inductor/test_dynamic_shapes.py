@@ -7,8 +7,6 @@ import re
 
 import pytest
 import torch
-import transformers
-from transformers.models.gpt2.modeling_gpt2 import GPT2Block
 
 from ember_inductor import cache
 from ember_inductor.compile_fx import CompiledGraph, compile_aten_graph, load_compiled_graph
@@ -61,11 +59,18 @@ def test_symbolic_int_input() -> None:
     assert run_sizes(compiled, fn, cases) == 0
 
 
+def _gpt2_block(**config: float) -> torch.nn.Module:
+    # imported here: transformers imports triton, which must see the Triton tests' TRITON_INTERPRET
+    import transformers
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+    cfg = transformers.GPT2Config(n_embd=32, n_layer=1, n_head=2, vocab_size=99, attn_implementation="sdpa", **config)
+    return GPT2Block(cfg)
+
+
 def test_gpt2_block_forward() -> None:
     """matmul, layer norm, causal SDPA, GELU MLP of HF's GPT-2 block, one compiled graph."""
     torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_embd=32, n_layer=1, n_head=2, vocab_size=99, attn_implementation="sdpa")
-    params, fn = lifted(GPT2Block(cfg).eval())
+    params, fn = lifted(_gpt2_block().eval())
     _, compiled = compile_symbolic(fn, *params, torch.randn(3, 7, 32))
     assert compiled.fallback_ops == []
     cases = [(*params, torch.randn(b, t, 32)) for b, t, _ in SIZES]
@@ -77,9 +82,8 @@ def test_embedding_and_training_step_of_a_gpt2_block() -> None:
     """Forward and backward (one joint graph) with symbolic batch and length, against eager:
     the loss and every gradient."""
     torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_embd=32, n_layer=1, n_head=2, vocab_size=99, attn_implementation="sdpa",
-                                  resid_pdrop=0.0, attn_pdrop=0.0, embd_pdrop=0.0)
-    block, wte = GPT2Block(cfg).train(), torch.nn.Embedding(99, 32)
+    block = _gpt2_block(resid_pdrop=0.0, attn_pdrop=0.0, embd_pdrop=0.0).train()
+    wte = torch.nn.Embedding(99, 32)
     params, fn = lifted(block)
     params = [p.requires_grad_() for p in params] + [wte.weight.detach().requires_grad_()]
 
