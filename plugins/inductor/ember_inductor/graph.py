@@ -84,8 +84,9 @@ class GraphLowering:
         val = node.meta.get("val")
         if isinstance(val, (torch.SymFloat, torch.SymBool)):
             raise SymbolicUnsupported(f"symbolic {type(val).__name__} {node.name}")
-        if isinstance(val, torch.SymInt) and node.op == "call_function":
-            return _size_value(val)  # size arithmetic: the wrapper computes it from the symbols
+        if node.op == "call_function" and _is_sizes(val):
+            # size arithmetic and queries (``sym_size``, ``aten.size``): the wrapper computes them
+            return _size_value(val) if isinstance(val, torch.SymInt) else [_size_value(v) for v in val]
         if node.op == "output":
             self.outputs = [self._output_value(v, n) for v, n in zip(
                 pytree.tree_leaves(self._map_args(node.args[0])), pytree.tree_leaves(node.args[0]))]
@@ -294,7 +295,15 @@ def _same_sizes(a: Any, b: Any) -> bool:
     return len(a) == len(b) and all(_same_size(x, y) for x, y in zip(a, b))
 
 
-def _size_value(val: torch.SymInt) -> Any:
+def _is_sizes(val: Any) -> bool:
+    """Is ``val`` a symbolic int, or a list of ints with a symbolic one (``aten.size``)?"""
+    if isinstance(val, torch.SymInt):
+        return True
+    return isinstance(val, (list, tuple)) and any(isinstance(v, torch.SymInt) for v in val) \
+        and all(isinstance(v, (int, torch.SymInt)) for v in val)
+
+
+def _size_value(val: Any) -> Any:
     """A SymInt of the graph as the lowerings see it: a plain int when static."""
     expr = to_expr(val)
     return int(expr) if expr.is_Integer else expr
