@@ -34,7 +34,8 @@ class BackendSpec:
     accepts_options: the compiler takes keyword arguments ``mode=`` and ``options=``.
     check:       optional ``"module:attr"`` (or callable) returning "" when the backend can run
                  on this machine, else the reason it cannot (e.g. "needs a CUDA device").
-    dynamic:     the backend compiles a graph with symbolic sizes once, correct for every size.
+    dynamic:     the compiler takes graphs with symbolic sizes and returns a callable right for
+                 every size the guards admit; without it, the core compiles per concrete shape.
     """
 
     name: str

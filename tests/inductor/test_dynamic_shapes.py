@@ -127,3 +127,43 @@ def test_unsupported_graph_is_compiled_per_shape(caplog: pytest.LogCaptureFixtur
     shapes = [(3, 5), (2, 7), (3, 5)]
     run_sizes(compiled, fn, [(torch.randn(*s),) for s in shapes])
     assert cache.compile_count - before <= 2  # one per distinct shape
+
+
+def test_backend_through_ember_aot_compiles_one_forward_and_one_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend on a captured graph with symbolic sizes (as the core hands it over): ember_aot
+    traces it symbolically, the inductor compiles one forward and one backward graph, and every
+    size gives eager's values and gradients."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    import ember_inductor.compile_fx as compile_fx
+    from ember_inductor.backend import inductor
+
+    compiled_graphs: list = []
+
+    def counting(gm: torch.fx.GraphModule, *args: object, **kwargs: object) -> object:
+        compiled_graphs.append(compile_fx_original(gm, *args, **kwargs))
+        return compiled_graphs[-1]
+    compile_fx_original = compile_fx.compile_aten_graph
+    monkeypatch.setattr(compile_fx, "compile_aten_graph", counting)
+
+    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (torch.layer_norm(x @ w, [16]).relu() * x).sum(-1).softmax(-1)
+
+    w = torch.randn(16, 16, requires_grad=True)
+    reals = [torch.randn(3, 5, 16, requires_grad=True), w]
+    gm = torch.fx.symbolic_trace(fn)
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    for node, real in zip([n for n in gm.graph.nodes if n.op == "placeholder"], reals):
+        node.meta["val"] = node.meta["example_value"] = mode.from_tensor(real)
+    compiled = inductor(gm, reals, options={"eager_fallback": False})
+    for b, t, _ in SIZES[:5]:
+        x = torch.randn(b, t, 16, requires_grad=True)
+        out, ref = compiled(x, w), fn(x, w)
+        torch.testing.assert_close(out, ref)
+        weights = torch.arange(t, dtype=torch.float32)
+        got = torch.autograd.grad((out * weights).sum(), [x, w])
+        want = torch.autograd.grad((ref * weights).sum(), [x, w])
+        for g, e in zip(got, want):
+            torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
+    assert len(compiled_graphs) == 2 and all(isinstance(c, CompiledGraph) for c in compiled_graphs)

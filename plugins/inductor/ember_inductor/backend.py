@@ -22,8 +22,9 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from . import debug, measured, symbolic
+from . import debug, measured
 from .decompositions import decompositions
+from .trace import trace_inference
 
 log = logging.getLogger("ember.inductor")
 
@@ -83,7 +84,8 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     if aot is not None:
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,
                       inference_compiler=compile_graph, decompositions=decompositions,
-                      cache=_plan_codec(mode, options))
+                      cache=_plan_codec(mode, options), dynamic=True)  # compile_aten_graph takes
+        # symbolic graphs (and compiles per shape what it cannot compile symbolically)
         compiled = backend(gm, example_inputs)
     elif measured.needs_grad(example_inputs):
         log.warning("ember_inductor: training graphs need ember_aot.aot_autograd; running eagerly")
@@ -93,29 +95,6 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     if not measured.enabled(options, example_inputs):
         return compiled
     return measured.FasterOf(compiled, gm.forward, f"graph {debug.graph_hash(gm)}")
-
-
-def trace_inference(gm: Callable, example_inputs: Sequence[Any]) -> tuple[torch.fx.GraphModule, Any]:
-    """Functional aten graph of ``gm`` (flat tensor outputs) and the pytree spec of its output."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-    spec: list[Any] = []
-
-    def flat(*args: Any) -> list:
-        out = gm(*args)
-        leaves, s = pytree.tree_flatten(out)
-        spec.append(s)
-        return leaves
-    fn = torch.func.functionalize(flat, remove="mutations")
-    shape_env = symbolic.shape_env_of(gm) if isinstance(gm, torch.fx.GraphModule) else None
-    with torch.no_grad():
-        if shape_env is None:
-            aten_gm = make_fx(fn, decomposition_table=decompositions(), tracing_mode="fake")(*example_inputs)
-        else:  # traced on the graph's own fake inputs: the aten graph keeps their symbolic sizes
-            fakes = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
-            fake_mode = next(v.fake_mode for v in fakes if isinstance(v, torch.Tensor))
-            with fake_mode:
-                aten_gm = make_fx(fn, decomposition_table=decompositions())(*fakes)
-    return aten_gm, spec[-1]
 
 
 def compile_inference(gm: Callable, example_inputs: Sequence[Any],

@@ -23,7 +23,8 @@ import torch
 import torch.fx
 
 from . import debug, layout, symbolic
-from .codegen.common import CompiledKernels, backend_for, backend_named
+from .codegen.common import CompiledKernels
+from .codegen.selection import backend_for, backend_named
 from .codegen.wrapper import LayoutMismatch, WrapperCodegen, wrapper_globals
 from .graph import GraphLowering
 from .per_shape import PerShapeGraph

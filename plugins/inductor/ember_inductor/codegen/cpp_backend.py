@@ -8,14 +8,14 @@ from .. import cache
 from ..scheduler import FusedGroup, Scheduler
 from .common import CompiledKernels, PreparedKernels, is_size_param, size_param
 from .cpp import CppKernel
-from .cpp_prelude import PRELUDE
+from .cpp_prelude import prelude
 
 
 class CppBackend:
     name = "cpp"
 
     def generate(self, scheduler: Scheduler) -> tuple[str, dict[int, tuple[str, list[str]]]]:
-        parts = [PRELUDE]
+        parts = []
         meta: dict[int, tuple[str, list[str]]] = {}
         for g in scheduler.groups:
             if not isinstance(g, FusedGroup):
@@ -25,7 +25,8 @@ class CppBackend:
                           {s.name for s in scheduler.graph.symbol_sources})
             parts.append(k.generate())
             meta[id(g)] = (name, list(k.params) + [size_param(n) for n in k.size_params])
-        return "\n\n".join(parts) + "\n", meta
+        kernels = "\n\n".join(parts)
+        return prelude(kernels) + "\n\n" + kernels + "\n", meta
 
     def prepare(self, scheduler: Scheduler) -> PreparedKernels:
         source, meta = self.generate(scheduler)
