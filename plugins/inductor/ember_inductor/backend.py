@@ -84,7 +84,8 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     if aot is not None:
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,
                       inference_compiler=compile_graph, decompositions=decompositions,
-                      cache=_plan_codec(mode, options))
+                      cache=_plan_codec(mode, options), dynamic=True)  # compile_aten_graph takes
+        # symbolic graphs (and compiles per shape what it cannot compile symbolically)
         compiled = backend(gm, example_inputs)
     elif measured.needs_grad(example_inputs):
         log.warning("ember_inductor: training graphs need ember_aot.aot_autograd; running eagerly")

@@ -6,6 +6,10 @@ A graph in which nothing was fused (only aten calls) runs as the aten graph itse
 constants and extern ops, the kernels' spec, the aten graph pickled for the layout fallback);
 ``load_compiled_graph`` rebuilds it in another process from the kernel caches, without lowering,
 scheduling or generating code.
+
+A graph with symbolic sizes is compiled once for all of them (sizes are kernel and wrapper
+arguments, see ``symbolic``); if that fails, it is compiled per concrete shape instead
+(``per_shape.PerShapeGraph``), which is also what it falls back to when its kernels fail to build.
 """
 from __future__ import annotations
 
@@ -18,11 +22,12 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from . import debug, layout
+from . import debug, layout, symbolic
 from .codegen.common import CompiledKernels
 from .codegen.selection import backend_for, backend_named
 from .codegen.wrapper import LayoutMismatch, WrapperCodegen, wrapper_globals
 from .graph import GraphLowering
+from .per_shape import PerShapeGraph
 from .scheduler import FusedGroup, Scheduler
 
 log = logging.getLogger("ember.inductor")
@@ -37,7 +42,7 @@ class CompiledGraph:
 
     def __init__(self, gm: torch.fx.GraphModule | bytes, call: Callable | None, call_checked: Callable | None,
                  keepalive: Any, parts: dict[str, Any], pending: concurrent.futures.Future | None = None,
-                 filename: str = "", strict: bool = False) -> None:
+                 filename: str = "", strict: bool = False, fallback: Callable | None = None) -> None:
         self._gm = gm  # or the pickled graph, unpickled when first needed
         self._fast = call
         self._call = call_checked if pending is None else self.wait  # not _fast: calls wait first
@@ -47,6 +52,7 @@ class CompiledGraph:
         self._pending = pending
         self._filename = filename
         self._strict = strict
+        self._fallback = fallback  # what runs the graph when its kernels fail to build
         self._lock = threading.Lock()
 
     @property
@@ -86,9 +92,13 @@ class CompiledGraph:
             except Exception as exc:
                 if self._strict:
                     raise
-                log.warning("ember_inductor could not compile a graph (%s: %s); running it with aten",
-                            type(exc).__name__, exc)
-                self._fast = self._call = _run_gm(self.gm)
+                log.warning("ember_inductor could not compile a graph (%s: %s); running it %s",
+                            type(exc).__name__, exc, "per shape" if self._fallback else "with aten")
+                if self._fallback is not None:
+                    per_shape = self._fallback()
+                    self._fast = self._call = lambda args: per_shape(*args)
+                else:
+                    self._fast = self._call = _run_gm(self.gm)
             else:
                 self._fast, self._call = _wrapper(self._parts, kernels, self._filename)
                 self._keepalive = kernels
@@ -114,9 +124,31 @@ class CompiledGraph:
         kernels = self._keepalive
         if not isinstance(kernels, CompiledKernels):
             return None
-        gm = self._gm if isinstance(self._gm, bytes) else pickle.dumps(self._gm)
+        gm = self._gm if isinstance(self._gm, bytes) else _pickled(self._gm)
+        if gm is None:
+            return None
         parts = {name: value for name, value in self._parts.items() if name != "source"}  # in the spec
         return {**parts, "gm": gm, "backend": kernels.backend, "kernels": kernels.spec}
+
+
+def _pickled(gm: torch.fx.GraphModule) -> bytes | None:
+    """``gm`` pickled, None if it cannot be (the graph is then not stored)."""
+    try:
+        return pickle.dumps(gm)
+    except Exception:  # a symbolic make_fx graph keeps its ShapeEnv, and its placeholders the
+        pass           # traced function's annotations (strings, under postponed evaluation)
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    for node in graph.nodes:
+        node.type = None
+    clean = torch.fx.GraphModule(gm, graph)
+    clean.__dict__.pop("shape_env", None)
+    clean.meta = {}
+    try:
+        return pickle.dumps(clean)
+    except Exception as exc:
+        log.debug("cannot pickle the graph (%s); it is not stored", exc)
+        return None
 
 
 def _run_gm(gm: torch.fx.GraphModule) -> Callable:
@@ -127,14 +159,34 @@ def _run_gm(gm: torch.fx.GraphModule) -> Callable:
 
 
 def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
-                       defer: bool = False, strict: bool = True) -> CompiledGraph:
+                       defer: bool = False, strict: bool = True) -> CompiledGraph | PerShapeGraph:
     """Compile an aten graph whose nodes carry ``meta["val"]`` (FakeTensors).
 
     The kernels build on a background thread. Without ``defer`` this waits for them and raises
     if they fail. With ``defer`` it returns once their code is generated: the caller goes on
     (ember_aot lowers the backward graph meanwhile), and the graph waits for its kernels when
     first called or saved; a failed build then raises there (``strict``) or leaves the graph
-    running as its aten graph, with a warning."""
+    running as its aten graph, with a warning.
+
+    A graph with symbolic sizes (``meta["val"]`` with SymInts) gives one compiled graph for
+    every size; what cannot be compiled symbolically is compiled per shape instead."""
+    shape_env = symbolic.shape_env_of(gm)
+    if shape_env is None:
+        return _compile(gm, example_inputs, defer, strict)
+
+    def per_shape(reason: str) -> PerShapeGraph:
+        return PerShapeGraph(gm, lambda static, args: compile_aten_graph(static, args, strict=strict), reason)
+    try:
+        with symbolic.using_hints(shape_env):
+            return _compile(gm, example_inputs, defer, strict,
+                            fallback=lambda: per_shape("its kernels failed to build"))
+    except Exception as exc:  # anything not written for symbolic sizes yet: correct per shape
+        log.debug("symbolic compilation failed", exc_info=True)
+        return per_shape(f"{type(exc).__name__}: {exc}")
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], defer: bool, strict: bool,
+             fallback: Callable | None = None) -> CompiledGraph:
     device = _device(example_inputs)
     if device.type == "cuda":
         from .codegen.triton_runtime import start_compile_workers
@@ -160,7 +212,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     compiled = CompiledGraph(gm, None, None, None, {
         "wrapper": source, "device": device, "values": codegen.values, "ops": codegen.ops,
         "kernel_count": len(groups), "fallback_ops": graph.fallback_ops, "source": prepared.source,
-    }, pending, f"<ember_inductor wrapper {debug.graph_hash(gm)}>", strict)
+    }, pending, f"<ember_inductor wrapper {debug.graph_hash(gm)}>", strict, fallback)
     if not defer:
         pending.result()  # raises here, for the caller's fallback policy
         compiled.wait()

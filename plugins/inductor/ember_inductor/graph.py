@@ -11,11 +11,13 @@ import logging
 import operator
 from typing import Any, Sequence
 
+import sympy
 import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
 from . import indexing, ir
+from .symbolic import SymbolicUnsupported, to_expr, to_exprs
 from .lowering import LOWERINGS, NotLowerable
 
 log = logging.getLogger("ember.inductor")
@@ -37,6 +39,8 @@ class GraphLowering:
         self.gm = gm
         self.operations: list[Any] = []  # ComputedBuffer | ExternKernel, in program order
         self.inputs: list[Any] = []  # InputBuffer or None (non-tensor input)
+        #: size symbol -> Python expression of the wrapper's inputs that gives its value
+        self.symbol_sources: dict[sympy.Symbol, str] = {}
         self.outputs: list[Any] = []  # IR nodes (realized) or Python values
         self.env: dict[torch.fx.Node, Any] = {}
         self.names: dict[str, Any] = {}
@@ -54,10 +58,10 @@ class GraphLowering:
 
     def new_computed_buffer(self, data: "ir.Pointwise | ir.Reduction", stride: Sequence[int] | None
                             ) -> ir.ComputedBuffer:
-        size = [int(s) for s in data.get_size()]
+        size = list(data.get_size())
         if stride is None or len(stride) != len(size) or not indexing.is_dense(size, stride):
-            stride = [int(s) for s in indexing.contiguous_strides(size)]
-        layout = ir.Layout(size, [int(s) for s in stride], data.get_dtype())
+            stride = indexing.contiguous_strides(size)
+        layout = ir.Layout(size, to_exprs(stride), data.get_dtype())
         buf = ir.ComputedBuffer(self._new_name("buf"), layout, data)
         self.operations.append(buf)
         self.names[buf.name] = buf
@@ -77,6 +81,12 @@ class GraphLowering:
     def _run_node(self, node: torch.fx.Node) -> Any:
         if node.op == "placeholder":
             return self._placeholder(node)
+        val = node.meta.get("val")
+        if isinstance(val, (torch.SymFloat, torch.SymBool)):
+            raise SymbolicUnsupported(f"symbolic {type(val).__name__} {node.name}")
+        if node.op == "call_function" and _is_sizes(val):
+            # size arithmetic and queries (``sym_size``, ``aten.size``): the wrapper computes them
+            return _size_value(val) if isinstance(val, torch.SymInt) else [_size_value(v) for v in val]
         if node.op == "output":
             self.outputs = [self._output_value(v, n) for v, n in zip(
                 pytree.tree_leaves(self._map_args(node.args[0])), pytree.tree_leaves(node.args[0]))]
@@ -118,12 +128,23 @@ class GraphLowering:
     def _placeholder(self, node: torch.fx.Node) -> Any:
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor):
-            layout = ir.Layout([int(s) for s in val.shape], [int(s) for s in val.stride()], val.dtype)
+            layout = ir.Layout(to_exprs(val.shape), to_exprs(val.stride()), val.dtype)
             buf = ir.InputBuffer(f"arg{len(self.inputs)}", layout)
+            for kind, values in (("size", layout.size), ("stride", layout.stride)):
+                for d, e in enumerate(values):
+                    if e.is_Symbol:
+                        self.symbol_sources.setdefault(e, f"{buf.name}.{kind}({d})")
             self.names[buf.name] = buf
             self.inputs.append(buf)
             return buf
         self.inputs.append(None)
+        if isinstance(val, torch.SymInt):
+            value = _size_value(val)
+            if isinstance(value, sympy.Symbol):
+                self.symbol_sources.setdefault(value, scalar_input_name(len(self.inputs) - 1))
+            return value
+        if isinstance(val, (torch.SymFloat, torch.SymBool)):
+            raise SymbolicUnsupported(f"symbolic {type(val).__name__} input {node.name}")
         return val
 
     def _constant(self, node: torch.fx.Node) -> Any:
@@ -132,7 +153,7 @@ class GraphLowering:
             value = getattr(value, part)
         if not isinstance(value, torch.Tensor):
             return value
-        layout = ir.Layout([int(s) for s in value.shape], [int(s) for s in value.stride()], value.dtype)
+        layout = ir.Layout(to_exprs(value.shape), to_exprs(value.stride()), value.dtype)
         buf = ir.ConstantBuffer(self._new_name("const"), layout, value)
         self.names[buf.name] = buf
         self.constants.append(buf)
@@ -144,7 +165,7 @@ class GraphLowering:
     def _postprocess(self, node: torch.fx.Node, result: Any, val: Any) -> Any:
         if isinstance(result, (list, tuple)):
             return type(result)(self._postprocess(node, r, v) for r, v in zip(result, val))
-        stride = [int(s) for s in val.stride()]
+        stride = to_exprs(val.stride())
         if isinstance(result, ir.Reduction):
             return result.realize(stride)
         if isinstance(result, ir.Pointwise) and result._realized is None and len(node.users) > 1:
@@ -178,7 +199,7 @@ class GraphLowering:
             for value in (self.env.get(a) for a in node.all_input_nodes):
                 if isinstance(value, ir.Pointwise) and value._realized is None \
                         and isinstance(traced[id(value)], torch.Tensor):
-                    value.realize([int(s) for s in traced[id(value)].stride()])
+                    value.realize(to_exprs(traced[id(value)].stride()))
             self._realize_pending()
 
         def to_arg(a: Any) -> Any:
@@ -195,8 +216,10 @@ class GraphLowering:
 
         def make_output(v: Any, path: tuple) -> Any:
             if not isinstance(v, torch.Tensor):
+                if isinstance(v, torch.SymInt) and v.node.expr.free_symbols:
+                    raise SymbolicUnsupported(f"{op} returns a symbolic int")
                 return v
-            layout = ir.Layout([int(s) for s in v.shape], [int(s) for s in v.stride()], v.dtype)
+            layout = ir.Layout(to_exprs(v.shape), to_exprs(v.stride()), v.dtype)
             out = ir.ExternOutput(self._new_name("buf"), layout, kernel, path, alias_of)
             self.names[out.name] = out
             kernel.outputs.append(out)
@@ -220,7 +243,7 @@ class GraphLowering:
         if not isinstance(value, ir.IRNode):
             return value
         val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-        stride = [int(s) for s in val.stride()] if isinstance(val, torch.Tensor) else None
+        stride = to_exprs(val.stride()) if isinstance(val, torch.Tensor) else None
         if isinstance(value, ir.View) and value._realized is None:
             view = value.as_strided() if _is_view_op(node) else None
             return view if view is not None else value.realize(stride)
@@ -243,7 +266,7 @@ def _with_traced_layout(value: ir.IRNode, traced: Any) -> ir.IRNode:
     buffer: such a value is passed as it is."""
     if not isinstance(traced, torch.Tensor) or traced.layout != torch.strided:
         return value.as_tensor_arg()
-    size, stride = [int(s) for s in traced.shape], [int(s) for s in traced.stride()]
+    size, stride = to_exprs(traced.shape), to_exprs(traced.stride())
     dense = indexing.is_dense(size, stride)
     if isinstance(value, (ir.Pointwise, ir.View)) and value._realized is None:
         view = value.as_strided() if isinstance(value, ir.View) else None
@@ -256,10 +279,39 @@ def _with_traced_layout(value: ir.IRNode, traced: Any) -> ir.IRNode:
     return arg
 
 
-def _same_strides(layout: ir.Layout, size: list[int], stride: list[int]) -> bool:
+def _same_strides(layout: ir.Layout, size: list, stride: list) -> bool:
     """Do ``layout``'s strides equal ``stride`` (dims of size 1 have no stride that matters)?"""
-    return [int(s) for s in layout.size] == size and all(
-        s == 1 or int(a) == b for s, a, b in zip(size, layout.stride, stride))
+    return _same_sizes(layout.size, size) and all(
+        s == 1 or _same_size(a, b) for s, a, b in zip(size, layout.stride, stride))
+
+
+def _same_size(a: Any, b: Any) -> bool:
+    """Are two size expressions equal for every value of the symbols?"""
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    return a == b or (not (a.is_Integer and b.is_Integer) and sympy.expand(a - b) == 0)
+
+
+def _same_sizes(a: Any, b: Any) -> bool:
+    return len(a) == len(b) and all(_same_size(x, y) for x, y in zip(a, b))
+
+
+def _is_sizes(val: Any) -> bool:
+    """Is ``val`` a symbolic int, or a list of ints with a symbolic one (``aten.size``)?"""
+    if isinstance(val, torch.SymInt):
+        return True
+    return isinstance(val, (list, tuple)) and any(isinstance(v, torch.SymInt) for v in val) \
+        and all(isinstance(v, (int, torch.SymInt)) for v in val)
+
+
+def _size_value(val: Any) -> Any:
+    """A SymInt of the graph as the lowerings see it: a plain int when static."""
+    expr = to_expr(val)
+    return int(expr) if expr.is_Integer else expr
+
+
+def scalar_input_name(position: int) -> str:
+    """The wrapper's variable of a non-tensor input."""
+    return f"scalar{position}"
 
 
 def _bias_add_fuses(node: torch.fx.Node) -> bool:
@@ -297,5 +349,5 @@ def _matches(result: Any, val: Any) -> bool:
         return isinstance(result, (list, tuple)) and len(result) == len(val) and all(
             _matches(r, v) for r, v in zip(result, val))
     return (isinstance(result, ir.IRNode) and isinstance(val, torch.Tensor)
-            and [int(s) for s in result.get_size()] == list(val.shape)
+            and _same_sizes(result.get_size(), to_exprs(val.shape))
             and result.get_dtype() == val.dtype)

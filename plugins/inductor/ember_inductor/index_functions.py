@@ -56,7 +56,7 @@ def upper_bound(expr: Expr, ranges: dict, memo: dict | None = None) -> int | Non
         out = int(expr)
     elif expr.is_Symbol:
         r = ranges.get(expr)
-        out = None if r is None else int(r) - 1
+        out = None if r is None or not sympy.sympify(r).is_Integer else int(r) - 1
     elif isinstance(expr, (FloorDiv, ModularIndexing)) and not all(a.is_Integer and a > 0 for a in expr.args[1:]):
         out = None
     elif isinstance(expr, FloorDiv):
@@ -122,7 +122,8 @@ class FloorDiv(sympy.Function):
             return sympy.Integer(int(base) // d)
         if isinstance(base, FloorDiv) and base.args[1].is_Integer:
             return FloorDiv(base.args[0], base.args[1] * d)
-        if isinstance(base, ModularIndexing) and int(base.args[2]) % d == 0:  # ((x//a) % (d*k)) // d
+        if isinstance(base, ModularIndexing) and base.args[2].is_Integer and int(base.args[2]) % d == 0:
+            # ((x//a) % (d*k)) // d
             return ModularIndexing(base.args[0], base.args[1] * d, int(base.args[2]) // d)
         coeffs = terms(base)
         g = _common_factor(coeffs, d)
@@ -154,7 +155,7 @@ class ModularIndexing(sympy.Function):
             return sympy.Integer((int(base) // d) % m)
         if isinstance(base, FloorDiv) and base.args[1].is_Integer:
             return ModularIndexing(base.args[0], base.args[1] * d, m)
-        if isinstance(base, ModularIndexing) and int(base.args[2]) % d == 0:
+        if isinstance(base, ModularIndexing) and base.args[2].is_Integer and int(base.args[2]) % d == 0:
             # (x//a % m1) // d is x//(a*d) % (m1/d); its % m is itself or one modulus
             x, a, m1 = base.args[0], base.args[1], int(base.args[2]) // d
             if m1 % m == 0:

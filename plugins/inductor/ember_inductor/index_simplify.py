@@ -7,7 +7,11 @@ the generated loops vectorizable. The rules (each exact on those ranges):
 - ``b // d`` is 0 and ``b//d % m`` is ``b // d`` when ``b`` stays below ``d`` (``d*m``);
 - ``(g*q + r) // (g*k)`` is ``q // k`` when ``0 <= r < g`` (the same inside a modulus);
 - ``c*(x//d % m) + c*m*(x//(d*m) % M)`` is ``c*(x//d % (m*M))``, and with ``x//(d*m)`` in place
-  of the second modulus, ``c*(x//d)``.
+  of the second modulus, ``c*(x//d)``;
+- with a symbolic divisor or modulus (a dynamic size ``s``), ``(s*q + r) // s`` is ``q`` and
+  ``(s*q + r) % s`` is ``r`` when ``0 <= r < s`` is provable for every value of the symbols
+  (bounds are then sympy expressions of the sizes: a loop variable of range ``s1`` is at most
+  ``s1 - 1``, a size symbol stands for itself).
 
 The range-free rules (``index_functions``) fire whenever an expression is built. An expression
 is walked as a DAG (each distinct subexpression once) and never passed to ``sympy.expand``.
@@ -111,6 +115,10 @@ class _Simplifier:
             out = self.floordiv(e.args[0], int(e.args[1]))
         elif isinstance(e, ModularIndexing) and all(a.is_Integer and a > 0 for a in e.args[1:]):
             out = self.modular(e.args[0], int(e.args[1]), int(e.args[2]))
+        elif isinstance(e, FloorDiv) and e.args[1].is_positive:
+            out = self.sym_floordiv(e.args[0], e.args[1], e)
+        elif isinstance(e, ModularIndexing) and e.args[1].is_positive and e.args[2].is_positive:
+            out = self.sym_modular(e, *e.args)
         elif e.is_Mul:
             out = e.func(*[self.settle(a) for a in e.args])
         elif e.is_Add:
@@ -142,6 +150,74 @@ class _Simplifier:
         e = ModularIndexing(base, d, m)
         return e if isinstance(e, ModularIndexing) else self.settle(e)
 
+    def sym_bound(self, e: Expr) -> Expr | None:
+        """Largest value of a non-negative ``e`` as an expression of the size symbols."""
+        self.charge()
+        if not is_nonneg(e):
+            return None
+        return _sym_upper_bound(e, self.ranges)
+
+    def size_terms(self, expr: Expr) -> dict[Expr, Expr]:
+        """``terms(expr)`` with the size symbols of each term moved into its coefficient
+        (``s1*x//s2`` is ``x//s2`` times ``s1``)."""
+        out: dict[Expr, Expr] = {}
+        for term, coeff in terms(expr).items():
+            if term.is_Mul:
+                sizes = [f for f in term.args if not _loop_dependent(f, self.ranges)]
+                if sizes:
+                    coeff = coeff * sympy.Mul(*sizes)
+                    term = sympy.Mul(*[f for f in term.args if _loop_dependent(f, self.ranges)])
+            out[term] = out.get(term, S.Zero) + coeff
+        return out
+
+    def split_multiples(self, base: Expr, div: Expr) -> tuple[Expr, Expr]:
+        """``(q, r)`` with ``base == div*q + r``, ``q`` the sum of the terms that ``div`` divides
+        as polynomials with integer coefficients."""
+        q, r = S.Zero, S.Zero
+        for term, coeff in terms(base).items():
+            self.charge()
+            t = coeff * term / div
+            if t.is_integer and sympy.fraction(t)[1] == 1:
+                q += t
+            else:
+                r += coeff * term
+        return q, r
+
+    def sym_floordiv(self, base: Expr, div: Expr, e: Expr) -> Expr:
+        q, r = self.split_multiples(base, div)
+        if q != 0 and is_nonneg(r):
+            if r == 0:
+                return self.settle(q) if q.args else q
+            ub = self.sym_bound(r)
+            if ub is not None and _provably_below(ub, div):
+                return self.settle(q) if q.args else q
+        # (g*q + r) // (g*k) is q // k when 0 <= r < g, for a common factor g of sizes
+        for g in {sympy.gcd(c * t, div) for t, c in terms(base).items()} - {S.One}:
+            self.charge()
+            k = div / g
+            if not (g.is_positive and k.is_integer and sympy.fraction(k)[1] == 1):
+                continue
+            q, r = self.split_multiples(base, g)
+            ub = self.sym_bound(r) if is_nonneg(r) else None
+            if q != 0 and ub is not None and _provably_below(ub, g):
+                return self.settle(FloorDiv(q, k))
+        return e
+
+    def sym_modular(self, e: Expr, base: Expr, div: Expr, mod: Expr) -> Expr:
+        quotient = base if div == 1 else self.settle(FloorDiv(base, div))
+        if isinstance(quotient, FloorDiv):
+            if quotient == FloorDiv(base, div):
+                return e
+            return self.settle(ModularIndexing(*quotient.args, mod))
+        q, r = self.split_multiples(quotient, mod)
+        if not is_nonneg(r):
+            return e
+        ub = self.sym_bound(r)
+        if ub is not None and _provably_below(ub, mod):
+            return self.settle(r) if r.args else r
+        new = ModularIndexing(r, 1, mod)
+        return e if new == e else self.settle(new)
+
     def divide_out(self, base: Expr, div: int) -> tuple[Expr, int] | None:
         """``(q, k)`` with ``base // div == q // k`` and ``k < div``, when ``base = g*q + r`` for
         some ``g > 1`` dividing ``div`` and ``0 <= r < g``; None when no such ``g`` exists."""
@@ -168,7 +244,7 @@ class _Simplifier:
     def combine_pairs(self, expr: Expr) -> Expr:
         """c*MI(x,d,m) + c*m*MI(x,d*m,M) -> c*MI(x,d,m*M); FloorDiv(x, D) is MI(x, D, inf)."""
         while expr.is_Add:
-            coeffs = terms(expr)
+            coeffs = self.size_terms(expr)
             items = [(t, c) for t, c in coeffs.items() if isinstance(t, (ModularIndexing, FloorDiv))]
             self.charge(len(items) ** 2)
             new = self._combine_one(items)
@@ -191,3 +267,36 @@ class _Simplifier:
                     return (t1, c1), (t2, c2), ModularIndexing(x, d, m * t2.args[2])
                 return (t1, c1), (t2, c2), FloorDiv(x, d)
         return None
+
+
+def _sym_upper_bound(e: Expr, ranges: dict) -> Expr | None:
+    """Upper bound of a non-negative ``e`` over ``[0, ranges[v])`` for each loop variable
+    ``v``, an expression of the size symbols (which stand for themselves); None when unknown."""
+    if e.is_Integer:
+        return e
+    if e.is_Symbol:
+        r = ranges.get(e)
+        if r is not None:
+            return sympy.sympify(r) - 1
+        return e if e.is_positive else None
+    if isinstance(e, FloorDiv):
+        ub = _sym_upper_bound(e.args[0], ranges)
+        return None if ub is None else FloorDiv(ub, e.args[1])
+    if isinstance(e, ModularIndexing):
+        return e.args[2] - 1
+    if e.is_Add or e.is_Mul:
+        parts = [_sym_upper_bound(a, ranges) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        return sympy.Add(*parts) if e.is_Add else sympy.Mul(*parts)
+    return None
+
+
+def _provably_below(ub: Expr, limit: Expr) -> bool:
+    """Is ``ub < limit`` for every (positive) value of the size symbols?"""
+    return bool(sympy.expand(limit - 1 - ub).is_nonnegative)
+
+
+def _loop_dependent(e: Expr, ranges: dict) -> bool:
+    """Does ``e`` vary inside a kernel (a loop variable, an indirect index), unlike a size?"""
+    return any(not (v.is_positive and v not in ranges) for v in e.free_symbols)

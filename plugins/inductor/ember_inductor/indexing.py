@@ -6,7 +6,6 @@ in ``index_simplify``; both are re-exported here, the one module the IR and code
 from __future__ import annotations
 
 import functools
-import math
 from typing import Callable, Sequence
 
 import sympy
@@ -38,7 +37,9 @@ def linearize(index: Sequence[Expr], sizes: Sequence[Expr]) -> Expr:
     """Row-major flat index of ``index`` in a tensor of ``sizes``."""
     out = S.Zero
     for i, s in zip(index, sizes):
-        out = out * s + i
+        # distributed over the terms (sympy does it only for numbers), so that a symbolic size
+        # stays a coefficient of each variable and the index remains a flat sum
+        out = sympy.Add(*[a * s for a in sympy.Add.make_args(out)]) + i
     return out
 
 
@@ -73,10 +74,16 @@ def as_linear(expr: Expr, variables: Sequence[sympy.Symbol]) -> tuple[Expr, list
             offset += coeff
         elif term in pos:
             strides[pos[term]] += coeff
-        elif term.free_symbols & set(variables):
-            return None
-        else:
+        elif not term.free_symbols & set(variables):
             offset += coeff * term
+        elif term.is_Mul:  # a variable times sizes: a symbolic stride
+            found = [f for f in term.args if f in pos]
+            rest = [f for f in term.args if f not in pos]
+            if len(found) != 1 or any(f.free_symbols & set(variables) for f in rest):
+                return None
+            strides[pos[found[0]]] += coeff * sympy.Mul(*rest)
+        else:
+            return None
     return offset, strides
 
 
@@ -130,16 +137,22 @@ def contiguous_strides(sizes: Sequence[Expr]) -> list[Expr]:
     return list(reversed(out))
 
 
-def is_dense(sizes: Sequence[int], strides: Sequence[int]) -> bool:
-    """Strides describe a non-overlapping, gap-free permutation of a contiguous layout."""
-    dims = sorted((int(st), int(s)) for s, st in zip(sizes, strides) if s != 1)
-    expected = 1
-    for st, s in dims:
+def is_dense(sizes: Sequence[Expr], strides: Sequence[Expr]) -> bool:
+    """Strides describe a non-overlapping, gap-free permutation of a contiguous layout.
+
+    Symbolic strides are ordered by their example values, then each must equal the product of
+    the sizes inside it exactly (so the answer holds for every size)."""
+    from .symbolic import hint
+    dims = sorted(((hint(st), sympy.sympify(st), sympy.sympify(s)) for s, st in zip(sizes, strides)
+                   if s != 1), key=lambda d: d[0])
+    expected = S.One
+    for _, st, s in dims:
         if st != expected:
             return False
-        expected *= s
+        expected = expected * s
     return True
 
 
-def numel(sizes: Sequence[Expr]) -> int:
-    return int(math.prod(int(s) for s in sizes))
+def numel(sizes: Sequence[Expr]) -> Expr:
+    """The product of ``sizes`` (a sympy integer when they are all static)."""
+    return prod([sympy.sympify(s) for s in sizes])

@@ -17,6 +17,7 @@ import torch
 
 from . import indexing
 from .indexing import Expr
+from .symbolic import to_exprs
 from .virtualized import RecordingHandler, ops, set_handler
 
 _current = threading.local()
@@ -38,7 +39,7 @@ class Layout:
     offset: Any = 0
 
     def index(self, idx: Sequence[Expr]) -> Expr:
-        out = sympy.Integer(self.offset)
+        out = sympy.sympify(self.offset)
         for s, st, i in zip(self.size, self.stride, idx):
             if s != 1:
                 out = out + st * i
@@ -64,7 +65,7 @@ class IRNode:
         """A realized value that can be handed to an aten kernel as a tensor."""
         return self.realize()
 
-    def numel(self) -> int:
+    def numel(self) -> Expr:
         return indexing.numel(self.get_size())
 
 
@@ -168,7 +169,7 @@ class ReinterpretView(IRNode):
 
 class Pointwise(IRNode):
     def __init__(self, size: Sequence, dtype: torch.dtype, inner_fn: Callable) -> None:
-        self.size = [sympy.Integer(int(s)) for s in size]
+        self.size = to_exprs(size)
         self.dtype = dtype
         self.inner_fn = inner_fn
         self._realized: Buffer | None = None
@@ -200,8 +201,8 @@ class Pointwise(IRNode):
 class Reduction(IRNode):
     def __init__(self, size: Sequence, rsize: Sequence, reduction_type: str, inner_fn: Callable,
                  dtype: torch.dtype, src_dtype: torch.dtype) -> None:
-        self.size = [sympy.Integer(int(s)) for s in size]
-        self.rsize = [sympy.Integer(int(s)) for s in rsize]
+        self.size = to_exprs(size)
+        self.rsize = to_exprs(rsize)
         self.reduction_type = reduction_type
         self.inner_fn = inner_fn
         self.dtype = dtype
@@ -233,7 +234,7 @@ class View(IRNode):
 
     def __init__(self, base: IRNode, size: Sequence, reindex: Callable) -> None:
         self.base = base
-        self.size = [sympy.Integer(int(s)) for s in size]
+        self.size = to_exprs(size)
         self.reindex = reindex
         self._realized: Buffer | None = None
         self._map: tuple[IRNode, list, list] | None = None
@@ -283,13 +284,10 @@ class View(IRNode):
             return None
         expr = indexing.simplify_index(layout.index(index), dict(zip(variables, self.size)))
         lin = indexing.as_linear(expr, variables)
-        if lin is None or not lin[0].is_Integer or any(not s.is_Integer for s in lin[1]):
+        if lin is None or not all(_is_size(e) for e in [lin[0], *lin[1]]):
             return None
         offset, strides = lin
-        if int(offset) < 0 or any(int(s) < 0 for s in strides):
-            return None
-        return ReinterpretView(buf, Layout(list(self.size), [int(s) for s in strides],
-                                           buf.get_dtype(), int(offset)))
+        return ReinterpretView(buf, Layout(list(self.size), list(strides), buf.get_dtype(), offset))
 
     def as_tensor_arg(self) -> "Buffer | ReinterpretView":
         if self._realized is not None:
@@ -330,6 +328,16 @@ class ExternKernel:
         for a in self.kwargs.values():
             visit(a)
         return out
+
+
+def _is_size(e: Expr) -> bool:
+    """Is ``e`` a constant or a polynomial of the size symbols, never negative (a stride or
+    offset the wrapper can compute)?"""
+    e = sympy.sympify(e)
+    if e.is_Integer:
+        return int(e) >= 0
+    return all(not isinstance(a, (indexing.FloorDiv, indexing.ModularIndexing)) for a in sympy.preorder_traversal(e)) \
+        and e.is_polynomial() and all(c.is_Integer and c >= 0 for c in sympy.Poly(e).coeffs())
 
 
 def unwrap_storage_name(node: IRNode) -> str:

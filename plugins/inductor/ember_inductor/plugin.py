@@ -15,5 +15,6 @@ def ember_backends() -> list[BackendSpec]:
             install="",
             description="fusion IR with C++/OpenMP (CPU) and Triton (GPU) code generation",
             accepts_options=True,
+            dynamic=True,
         )
     ]

@@ -77,7 +77,7 @@ class KernelPlan:
 
 
 def _remap(kvars: Sequence, kranges: Sequence, target: Sequence) -> list:
-    if [int(s) for s in kranges] == [int(s) for s in target]:
+    if list(kranges) == list(target):
         return list(kvars)
     return indexing.delinearize(indexing.linearize(kvars, kranges), target)
 
@@ -111,10 +111,10 @@ def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
                 _remap(x, o, n.size), _remap(r, rr, n.rsize))))
         elif n.numel == O:
             maps.append((n, "outer", lambda x, r, n=n, o=outer0: (_remap(x, o, n.size), [])))
-        elif R > 1 and n.numel == O * R:
+        elif R != 1 and R != 0 and n.numel == O * R:
             k, acc = 0, 1
             while k < len(n.size) and acc != O:
-                acc *= int(n.size[k])
+                acc *= n.size[k]
                 k += 1
             if acc != O:
                 return None

@@ -3,7 +3,7 @@
 A :class:`KernelBackend` turns every fused group of a scheduled graph into a kernel
 (``prepare``), then builds and loads them (``PreparedKernels.build``, which may run on another
 thread while the caller goes on). The wrapper only needs, per group, the kernel's name, the
-buffers its parameters point to (in order) and, once built, a callable taking their addresses.
+buffers its parameters point to (in order; ``size:s0`` entries pass the value of a size symbol) and, once built, a callable taking their addresses.
 ``spec`` describes the loaded kernels in plain data, so that another process can load them again
 without generating anything (``load``).
 """
@@ -44,4 +44,13 @@ class KernelBackend(Protocol):
         ...
 
 
-__all__ = ["CompiledKernels", "KernelBackend", "PreparedKernels"]
+def size_param(symbol: str) -> str:
+    """The entry of a kernel's parameter list for a size symbol (its value is passed)."""
+    return f"size:{symbol}"
+
+
+def is_size_param(param: str) -> bool:
+    return param.startswith("size:")
+
+
+__all__ = ["CompiledKernels", "KernelBackend", "PreparedKernels", "is_size_param", "size_param"]

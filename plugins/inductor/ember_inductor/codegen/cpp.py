@@ -24,12 +24,14 @@ import torch
 from .. import indexing
 from ..indexing import FloorDiv, ModularIndexing
 from ..scheduler import FusedGroup, KernelPlan
+from ..symbolic import guard_at_most
 from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (floats) kept on the stack for cross-stage reuse
 _EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow|exp|sigmoid)\(")
 _TEMP = re.compile(r"\bt\d+\b")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
 CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "half",
          torch.bfloat16: "uint16_t", torch.int64: "int64_t", torch.int32: "int32_t",
@@ -62,7 +64,27 @@ def cexpr(e: Any) -> str:
         return "(" + " + ".join(cexpr(a) for a in e.args) + ")"
     if e.is_Mul:
         return "(" + " * ".join(cexpr(a) for a in e.args) + ")"
+    if e.is_Pow and e.args[1].is_Integer and e.args[1] > 0:
+        return "(" + " * ".join([cexpr(e.args[0])] * int(e.args[1])) + ")"
+    if isinstance(e, (sympy.Max, sympy.Min)):
+        fn = "std::max" if isinstance(e, sympy.Max) else "std::min"
+        out = cexpr(e.args[0])
+        for a in e.args[1:]:
+            out = f"{fn}<int64_t>({out}, {cexpr(a)})"
+        return out
     raise NotImplementedError(f"index expression {e}")
+
+
+def at_least(e: Any, n: int) -> bool | str:
+    """Is ``e >= n``: a bool for a static ``e``, else the C++ condition checked at run time."""
+    e = sympy.sympify(e)
+    if not e.free_symbols:
+        return int(e) >= n
+    return f"{cexpr(e)} >= {n}"
+
+
+def _omp_if(cond: bool | str) -> str:
+    return f" if({cond})" if isinstance(cond, str) else ""
 
 
 def constant(value: Any, dtype: torch.dtype) -> str:
@@ -135,8 +157,12 @@ class Reduced:
 class CppKernel:
     """Generates the C++ function of one fused group."""
 
-    def __init__(self, name: str, group: FusedGroup, stored: set[str], buffers: dict[str, Any]) -> None:
+    def __init__(self, name: str, group: FusedGroup, stored: set[str], buffers: dict[str, Any],
+                 size_symbols: Any = ()) -> None:
+        """``size_symbols``: names of the size symbols the wrapper can pass (as ``int64_t``)."""
         self.name = name
+        self.size_symbols = set(size_symbols)
+        self.size_params: list[str] = []  # those this kernel reads, in parameter order
         self.group = group
         self.plan: KernelPlan = group.plan
         self.stored = stored
@@ -194,9 +220,11 @@ class CppKernel:
     def _reuse_candidates(self) -> list[str]:
         """Expensive expressions computed by more than one inner stage (found by a probe run)."""
         R = sympy.sympify(indexing.numel(self.plan.r))
-        if not R.is_Integer or R > REUSE_MAX_ROW:
+        if R.is_Integer and R > REUSE_MAX_ROW:
             return []
-        probe = CppKernel(self.name, self.group, self.stored, self.buffers)
+        if not R.is_Integer and not guard_at_most(R, REUSE_MAX_ROW):  # a guarded choice
+            return []
+        probe = CppKernel(self.name, self.group, self.stored, self.buffers, self.size_symbols)
         probe.seen = {}
         probe.generate()
         if any(self.buffers[n].get_dtype() == torch.float64 for n in probe.params):
@@ -345,7 +373,7 @@ class CppKernel:
     def indirect_indexing(self, value: str, size: Any) -> sympy.Symbol:
         var = self.new_var("ind")
         self.scope.lines.append(f"int64_t {var} = static_cast<int64_t>({value});")
-        self.scope.lines.append(f"{var} = {var} < 0 ? {var} + {int(size)} : {var};")
+        self.scope.lines.append(f"{var} = {var} < 0 ? {var} + {cexpr(size)} : {var};")
         return sympy.Symbol(var, integer=True)
 
     def __getattr__(self, name: str) -> Any:
@@ -361,7 +389,7 @@ class CppKernel:
             idx, ridx = p.index_map(self.xv, self.rv)
             p.node.body(idx, ridx)
 
-    def _inner_stage(self, placements: Sequence, parallel_r: bool) -> list[str]:
+    def _inner_stage(self, placements: Sequence, parallel_r: bool | str) -> list[str]:
         outer = self.scope
         self.scope = self.stage_scope = Scope(outer)
         self.stage += 1
@@ -380,8 +408,8 @@ class CppKernel:
             if k == len(loops) - 1 and self.red_simd:
                 pragma = f"#pragma omp simd {clauses}"
             if k == 0 and parallel_r and self.red_simd:
-                pragma = f"#pragma omp parallel for {'simd ' if len(loops) == 1 else ''}{clauses}"
-            body = ([pragma] if pragma else []) + [f"for (int64_t {var} = 0; {var} < {int(size)}; {var}++) {{"] + \
+                pragma = f"#pragma omp parallel for {'simd ' if len(loops) == 1 else ''}{clauses}{_omp_if(parallel_r)}"
+            body = ([pragma] if pragma else []) + [f"for (int64_t {var} = 0; {var} < {cexpr(size)}; {var}++) {{"] + \
                 [f"  {line}" for line in body] + ["}"]
         return self.red_pre + ["{"] + body + ["}"] + self.red_post
 
@@ -392,24 +420,29 @@ class CppKernel:
         stages = len([s for s in plan.stages if s[0] == "inner"])
         if has_red and stages > 1 and self.seen is None:  # not the probe itself
             self.reuse = {e: f"row{k}" for k, e in enumerate(self._reuse_candidates())}
-            self.scope.lines += [f"alignas(64) float {row}[{int(R)}];" for row in self.reuse.values()]
+            length = int(R) if R.is_Integer else REUSE_MAX_ROW  # a symbolic row: at most that, guarded
+            self.scope.lines += [f"alignas(64) float {row}[{length}];" for row in self.reuse.values()]
         with set_handler(self):
             if not has_red:
                 self._run_nodes(plan.stages[0][1])
                 body = self.scope.lines
-                parallel = O >= PARALLEL_MIN
+                parallel = at_least(O, PARALLEL_MIN)
                 loops = self._outer_loops(body, parallel, simd_inner=True)
             else:
                 simple = all(t in _RED_CLAUSE for n in self.group.nodes for t in n.reduction_types)
-                parallel_r = O == 1 and R >= PARALLEL_MIN and simple and stages == 1
+                parallel_r = O == 1 and simple and stages == 1 and at_least(R, PARALLEL_MIN)
                 for level, placements in plan.stages:
                     if level == "outer":
                         self._run_nodes(placements)
                     else:
                         self.scope.lines += self._inner_stage(placements, parallel_r)
-                parallel = O >= 2 and O * max(R, 1) >= PARALLEL_MIN and not parallel_r
+                work = O * (R if R.free_symbols else max(R, 1))
+                parallel = (bool(O.free_symbols) or O >= 2) and not parallel_r and at_least(work, PARALLEL_MIN)
                 loops = self._outer_loops(self.scope.lines, parallel, simd_inner=False)
-        args = ", ".join(self._param_decl(name) for name in self.params)
+        used = set(_IDENT.findall("\n".join(loops)))
+        self.size_params = sorted(self.size_symbols & used)
+        args = ", ".join([self._param_decl(name) for name in self.params] +
+                         [f"int64_t {name}" for name in self.size_params])
         return "\n".join([f'extern "C" void {self.name}({args}) {{'] + [f"  {l}" for l in loops] + ["}"])
 
     def _param_decl(self, name: str) -> str:
@@ -417,7 +450,7 @@ class CppKernel:
         const = "" if name in self.written else "const "
         return f"{const}{t}* __restrict__ {self.params[name]}"
 
-    def _outer_loops(self, body: list[str], parallel: bool, simd_inner: bool) -> list[str]:
+    def _outer_loops(self, body: list[str], parallel: bool | str, simd_inner: bool) -> list[str]:
         loops = list(zip(self.xv, self.plan.outer))
         n = len(loops)
         for k in reversed(range(n)):
@@ -429,9 +462,10 @@ class CppKernel:
                 else:
                     collapse = n - 1 if simd_inner else n
                     pragma = "#pragma omp parallel for" + (f" collapse({collapse})" if collapse > 1 else "")
+                pragma += _omp_if(parallel)
             elif k == n - 1 and simd_inner:
                 pragma = "#pragma omp simd"
             body = ([pragma] if pragma else []) + \
-                [f"for (int64_t {var} = 0; {var} < {int(size)}; {var}++) {{"] + \
+                [f"for (int64_t {var} = 0; {var} < {cexpr(size)}; {var}++) {{"] + \
                 [f"  {line}" for line in body] + ["}"]
         return body

@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import cache
 from ..scheduler import FusedGroup, Scheduler
-from .common import CompiledKernels, PreparedKernels
+from .common import CompiledKernels, PreparedKernels, is_size_param, size_param
 from .cpp import CppKernel
 from .cpp_prelude import prelude
 
@@ -21,9 +21,10 @@ class CppBackend:
             if not isinstance(g, FusedGroup):
                 continue
             name = f"kernel{len(meta)}"
-            k = CppKernel(name, g, scheduler.stored_buffers(g), scheduler.graph.names)
+            k = CppKernel(name, g, scheduler.stored_buffers(g), scheduler.graph.names,
+                          {s.name for s in scheduler.graph.symbol_sources})
             parts.append(k.generate())
-            meta[id(g)] = (name, list(k.params))
+            meta[id(g)] = (name, list(k.params) + [size_param(n) for n in k.size_params])
         kernels = "\n\n".join(parts)
         return prelude(kernels) + "\n\n" + kernels + "\n", meta
 
@@ -41,7 +42,7 @@ class CppBackend:
         kernels = {}
         for gid, (name, params) in meta.items():
             fn = getattr(lib, name)
-            fn.argtypes = [ctypes.c_void_p] * len(params)
+            fn.argtypes = [ctypes.c_int64 if is_size_param(p) else ctypes.c_void_p for p in params]
             fn.restype = None
             kernels[gid] = (name, params, fn)
         return CompiledKernels(source, kernels, spec=(source, list(meta.values())), backend=CppBackend.name)

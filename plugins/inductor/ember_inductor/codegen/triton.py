@@ -7,11 +7,17 @@ last (a transpose), so that both the loads and the stores are coalesced. Reducti
 the row length rounded up to a power of two, every reduction stage reuses the loaded values) or
 walked in ``RBLOCK`` chunks by one loop per stage. Ragged edges are masked. Indices are int32
 when every offset fits, int64 otherwise. Half and bfloat16 values are computed in float32.
+
+Symbolic sizes are kernel arguments (``s0: i64``): ``xnumel``/``rnumel`` and the indices are
+expressions of them, the grid is computed from them at each launch (``grid`` gives Python
+source then), a reduction over a symbolic length is looped, block sizes are not capped by the
+example's size, and 32-bit indices are used only under a guard that the extent fits.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any, Sequence
 
 import sympy
@@ -20,6 +26,7 @@ import torch
 from .. import indexing
 from ..indexing import FloorDiv, ModularIndexing
 from ..scheduler import FusedGroup, KernelPlan
+from ..symbolic import guard_at_most, hint, pyexpr
 from ..virtualized import set_handler
 
 #: Largest offset for 32-bit index arithmetic (tests lower it to exercise the int64 path).
@@ -77,6 +84,8 @@ def texpr(e: Any) -> str:
         return "(" + " + ".join(texpr(a) for a in e.args) + ")"
     if e.is_Mul:
         return "(" + " * ".join(texpr(a) for a in e.args) + ")"
+    if e.is_Pow and e.args[1].is_Integer and e.args[1] > 0:
+        return "(" + " * ".join([texpr(e.args[0])] * int(e.args[1])) + ")"
     raise NotImplementedError(f"index expression {e}")
 
 
@@ -94,8 +103,26 @@ def constant(value: Any, dtype: torch.dtype) -> str:
     return f"tl.full([], {v}, {tl_type(dtype)})"
 
 
-def _pow2(n: int) -> int:
+def _pow2(n: Any) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
+
+
+#: The cap on block sizes of a symbolic extent (no cap: any size may come).
+_UNBOUNDED = 1 << 30
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _cap(n: Any) -> int:
+    """Power of two at least ``n`` for a static ``n``, no cap for a symbolic one."""
+    n = sympy.sympify(n)
+    return _pow2(n) if not n.free_symbols else _UNBOUNDED
+
+
+def _ceil_div(n: Any, block: int) -> Any:
+    n = sympy.sympify(n)
+    if not n.free_symbols:
+        return -(-int(n) // block)
+    return pyexpr(FloorDiv(n + block - 1, block))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,8 +158,12 @@ class Reduced:
 class TritonKernel:
     """Generates the Triton function of one fused group, with its launch configurations."""
 
-    def __init__(self, name: str, group: FusedGroup, stored: set[str], buffers: dict[str, Any]) -> None:
+    def __init__(self, name: str, group: FusedGroup, stored: set[str], buffers: dict[str, Any],
+                 size_symbols: Any = ()) -> None:
+        """``size_symbols``: names of the size symbols the wrapper can pass."""
         self.name = name
+        self.size_symbols = set(size_symbols)
+        self.size_params: list[str] = []  # those this kernel reads, in parameter order
         self.group = group
         self.plan: KernelPlan = group.plan
         self.stored = stored
@@ -145,7 +176,7 @@ class TritonKernel:
         self.numel = indexing.numel(self.plan.outer)
         self.rnumel = indexing.numel(self.plan.r)
         self.is_reduction = any(n.is_reduction for n in group.nodes)
-        self.persistent = self.is_reduction and _pow2(self.rnumel) <= PERSISTENT_MAX
+        self.persistent = self.is_reduction and not self.rnumel.free_symbols and _pow2(self.rnumel) <= PERSISTENT_MAX
         self.tiled = not self.is_reduction and self._wants_2d()
         self.int64 = self._needs_int64()
         self.has_rmask = self.is_reduction and not (self.persistent and _pow2(self.rnumel) == self.rnumel)
@@ -171,7 +202,7 @@ class TritonKernel:
 
     def _wants_2d(self) -> bool:
         outer = self.plan.outer
-        if len(outer) < 2 or int(outer[-1]) < 16 or indexing.numel(outer[:-1]) < 16:
+        if len(outer) < 2 or hint(outer[-1]) < 16 or hint(indexing.numel(outer[:-1])) < 16:
             return False
         xv = indexing.make_vars("x", len(outer))
         ranges = dict(zip(xv, outer))
@@ -182,12 +213,14 @@ class TritonKernel:
         return False
 
     def _needs_int64(self) -> bool:
-        extent = self.numel * max(self.rnumel, 1)
+        extents = [self.numel * (self.rnumel if self.rnumel.free_symbols else max(self.rnumel, 1))]
         for name in {n for p in self.plan.placements for n, _ in p.node.reads + p.node.writes}:
             lay = self.buffers[name].layout
-            extent = max(extent, int(lay.offset) + 1 + sum((int(s) - 1) * abs(int(st))
-                                                           for s, st in zip(lay.size, lay.stride)))
-        return extent > INT32_MAX
+            extents.append(sympy.sympify(lay.offset) + 1 + sum((s - 1) * st for s, st in zip(lay.size, lay.stride)))
+        if all(not e.free_symbols for e in extents):
+            return max(int(e) for e in extents) > INT32_MAX
+        # symbolic: 32 bits only under a guard that every extent fits, for every admitted size
+        return not all(guard_at_most(e, INT32_MAX) for e in extents)
 
     def _index_substitution(self) -> tuple[dict, dict]:
         outer, r = list(self.plan.outer), list(self.plan.r)
@@ -212,19 +245,28 @@ class TritonKernel:
         without 32x32 tiles, tiled kernels lost 0.3% at the geomean; looped reductions took one
         of the two single-row shapes (64x64 stays for reductions over a strided dimension, which
         those models had few of); a persistent reduction's 256 elements per warp did as well as
-        twice the warps (0.8%)."""
+        twice the warps (0.8%).
+
+        With symbolic sizes, the configurations for the example's sizes come first (the default,
+        and the interpreter's), then those for any size: each size bucket autotunes among all."""
+        symbolic = bool(self.numel.free_symbols or self.rnumel.free_symbols)
+        out = self._configs(lambda n: _pow2(hint(n))) if symbolic else []
+        return list(dict.fromkeys(out + self._configs(_cap)))
+
+    def _configs(self, cap: Any) -> list[LaunchConfig]:
+        """The configurations, block sizes capped by ``cap(extent)``."""
         out: list[LaunchConfig] = []
         if self.tiled:
-            y, x = _pow2(indexing.numel(self.plan.outer[:-1])), _pow2(self.plan.outer[-1])
+            y, x = cap(indexing.numel(self.plan.outer[:-1])), cap(self.plan.outer[-1])
             for yb, xb, w in [(64, 64, 8), (16, 64, 4), (64, 16, 4)]:
                 out.append(LaunchConfig((("YBLOCK", min(yb, y)), ("XBLOCK", min(xb, x))), w))
         elif not self.is_reduction:
-            n = _pow2(self.numel)
+            n = cap(self.numel)
             for xb, w in [(1024, 4), (2048, 8), (512, 4), (256, 2)]:
                 xb = min(xb, n)
                 out.append(LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128))))
         elif self.persistent:
-            rb, n = _pow2(self.rnumel), _pow2(self.numel)
+            rb, n = _pow2(self.rnumel), cap(self.numel)
             for xb in (1, 2, 4, 8, 16, 32, 64):
                 xb = min(xb, n)
                 if xb * rb > 8192 or (xb * rb < 256 and xb < n):
@@ -232,17 +274,18 @@ class TritonKernel:
                 out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), max(1, min(16, xb * rb // 256))))
             out = out or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
         else:
-            rb, n = _pow2(self.rnumel), _pow2(self.numel)
+            rb, n = cap(self.rnumel), cap(self.numel)
             for xb, r, w in [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)]:
                 out.append(LaunchConfig((("XBLOCK", min(xb, n)), ("RBLOCK", min(r, rb))), w, 2))
-        return list(dict.fromkeys(out))
+        return out
 
-    def grid(self, cfg: LaunchConfig) -> tuple[int, int, int]:
+    def grid(self, cfg: LaunchConfig) -> tuple:
+        """The launch grid: ints, or Python source over the size symbols where symbolic."""
         meta = cfg.kwargs()
         if self.tiled:
             y = indexing.numel(self.plan.outer[:-1])
-            return (-(-y // meta["YBLOCK"]), -(-int(self.plan.outer[-1]) // meta["XBLOCK"]), 1)
-        return (-(-self.numel // meta["XBLOCK"]), 1, 1)
+            return (_ceil_div(y, meta["YBLOCK"]), _ceil_div(self.plan.outer[-1], meta["XBLOCK"]), 1)
+        return (_ceil_div(self.numel, meta["XBLOCK"]), 1, 1)
 
     # -- helpers -----------------------------------------------------------------------------
     def new_var(self, prefix: str = "tmp") -> str:
@@ -384,7 +427,7 @@ class TritonKernel:
     def indirect_indexing(self, value: str, size: Any) -> sympy.Symbol:
         var = self.new_var("ind")
         self.scope.lines.append(f"{var} = {value}.to(tl.int64)")
-        self.scope.lines.append(f"{var} = tl.where({var} < 0, {var} + {int(size)}, {var})")
+        self.scope.lines.append(f"{var} = tl.where({var} < 0, {var} + {texpr(size)}, {var})")
         self.indirect.add(var)
         return sympy.Symbol(var, integer=True)
 
@@ -580,16 +623,16 @@ class TritonKernel:
         pid = "tl.program_id({})" + (".to(tl.int64)" if self.int64 else "")
         cast = ".to(tl.int64)" if self.int64 else ""
         if self.tiled:
-            return [f"ynumel = {indexing.numel(self.plan.outer[:-1])}", f"xnumel = {int(self.plan.outer[-1])}",
+            return [f"ynumel = {texpr(indexing.numel(self.plan.outer[:-1]))}", f"xnumel = {texpr(self.plan.outer[-1])}",
                     f"yindex = {pid.format(0)} * YBLOCK + tl.arange(0, YBLOCK)[:, None]{cast}",
                     "ymask = yindex < ynumel",
                     f"xindex = {pid.format(1)} * XBLOCK + tl.arange(0, XBLOCK)[None, :]{cast}",
                     "xmask = xindex < xnumel"]
         if not self.is_reduction:
-            return [f"xnumel = {self.numel}",
+            return [f"xnumel = {texpr(self.numel)}",
                     f"xindex = {pid.format(0)} * XBLOCK + tl.arange(0, XBLOCK){cast}",
                     "xmask = xindex < xnumel"]
-        lines = [f"xnumel = {self.numel}", f"rnumel = {self.rnumel}",
+        lines = [f"xnumel = {texpr(self.numel)}", f"rnumel = {texpr(self.rnumel)}",
                  f"xindex = {pid.format(0)} * XBLOCK + tl.arange(0, XBLOCK)[:, None]{cast}",
                  "xmask = xindex < xnumel", f"rbase = tl.arange(0, RBLOCK)[None, :]{cast}"]
         if self.persistent:
@@ -614,13 +657,16 @@ class TritonKernel:
                         self._looped_stage(placements, barrier=looped > 0 and bool(reread))
                         looped += 1
         meta = [name for name, _ in self.configs()[0].meta]
-        args = [self.params[n] for n in self.params] + [f"{m}: tl.constexpr" for m in meta]
         body = self._header() + self.scope.lines
+        self.size_params = sorted(self.size_symbols & set(_IDENT.findall("\n".join(body))))
+        args = [self.params[n] for n in self.params] + self.size_params + [f"{m}: tl.constexpr" for m in meta]
         return "\n".join(["@triton.jit", f"def {self.name}({', '.join(args)}):"] + [f"    {l}" for l in body]) + "\n"
 
     def signature(self) -> dict[str, str]:
-        """Argument types for ``triton.compile`` (pointers only; block sizes are constexprs)."""
+        """Argument types for ``triton.compile`` (pointers, then sizes; block sizes are constexprs)."""
         sig = {self.params[n]: SIGNATURE[self.buffers[n].get_dtype()] for n in self.params}
+        for name in self.size_params:
+            sig[name] = "i64"
         for name, _ in self.configs()[0].meta:
             sig[name] = "constexpr"
         return sig

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from .. import ir
 from ..scheduler import FusedGroup, Scheduler
-from .common import CompiledKernels, PreparedKernels
+from .common import CompiledKernels, PreparedKernels, size_param
 from .triton import LaunchConfig, TritonKernel
 from .triton_prelude import PRELUDE
 from .triton_runtime import TritonLauncher, compile_all, write_kernel
@@ -23,12 +23,12 @@ class LauncherSpec:
     """Everything needed to load and launch one generated kernel again (picklable)."""
 
     name: str                 # the wrapper's name for it
-    params: list[str]         # buffers passed, in order
+    params: list[str]         # buffers passed, in order, then ``size:`` symbols
     key: str                  # source hash: the module is ``kernel_path(key)``
     fn_name: str              # the jit function in that module
     signature: dict[str, str]
     configs: list[LaunchConfig]
-    grids: list[tuple]
+    grids: list[tuple]        # per configuration: ints, or Python source over the size symbols
     aligned: list[bool]       # parameters known to be 16-byte aligned
     binary_hashes: dict[int, str] = dataclasses.field(default_factory=dict)  # Triton cache entries of
     hash_context: str = ""    # compiled configurations, and what they were compiled for
@@ -44,7 +44,8 @@ class TritonBackend:
             if not isinstance(g, FusedGroup):
                 continue
             k = TritonKernel("triton_red" if any(n.is_reduction for n in g.nodes) else "triton_poi",
-                             g, scheduler.stored_buffers(g), scheduler.graph.names)
+                             g, scheduler.stored_buffers(g), scheduler.graph.names,
+                             {sym.name for sym in scheduler.graph.symbol_sources})
             out.append((g, k, PRELUDE + "\n\n" + k.generate()))
         return out
 
@@ -55,7 +56,9 @@ class TritonBackend:
             key = write_kernel(source)
             configs = k.configs()
             aligned = [isinstance(scheduler.graph.names[b], ir.ComputedBuffer) for b in k.params]
-            specs[id(g)] = LauncherSpec(f"triton_k{n}", list(k.params), key, k.name, k.signature(), configs,
+            aligned += [True] * len(k.size_params)  # ints: nothing to check
+            params = list(k.params) + [size_param(name) for name in k.size_params]
+            specs[id(g)] = LauncherSpec(f"triton_k{n}", params, key, k.name, k.signature(), configs,
                                         [k.grid(c) for c in configs], aligned)
         source = "\n\n".join(f"# kernel triton_k{n}\n{src}" for n, (_, _, src) in enumerate(generated))
         meta = {gid: (s.name, s.params) for gid, s in specs.items()}

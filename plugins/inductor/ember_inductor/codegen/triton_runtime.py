@@ -14,6 +14,10 @@ compile here or to launch through ``JITFunction``. Each binary's GPU module and 
 loaded once, by the thread that loads the binary. Later calls go straight to the compiled kernel's
 launcher with a precomputed grid. Under ``TRITON_INTERPRET=1`` kernels run through Triton's
 interpreter with their first configuration.
+
+A kernel with symbolic sizes takes them as ``i64`` arguments; its grid is computed from them at
+each launch, and it is autotuned once per size bucket (the next powers of two of its sizes),
+without storing the choice (it depends on the sizes).
 """
 from __future__ import annotations
 
@@ -101,6 +105,9 @@ class TritonLauncher:
         self.signature = signature
         self.configs = configs
         self.grids = grids
+        self.size_pos = tuple(i for i, t in enumerate(signature.values()) if t == "i64")
+        self.grid_fns = [_grid_fn(g, [name for name, t in signature.items() if t == "i64"]) for g in grids]
+        self.buckets: dict[tuple, Callable] = {}  # symbolic sizes: launch per size bucket
         self.check = tuple(i for i, ok in enumerate(unaligned_ok) if not ok)
         self.binaries: dict[int, Any] = {}
         self.binary_hashes: dict[int, str] = {}  # of compiled configurations, valid in hash_context
@@ -121,6 +128,8 @@ class TritonLauncher:
 
     def pending_compiles(self) -> list[int]:
         """Configuration indices to compile: the cached choice alone when there is one."""
+        if self.size_pos:
+            return list(range(len(self.configs)))
         try:
             with open(self._tuning_path()) as f:
                 saved = json.load(f)
@@ -138,6 +147,8 @@ class TritonLauncher:
 
     # -- launching ---------------------------------------------------------------------------
     def __call__(self, *args: torch.Tensor) -> None:
+        if self.size_pos:
+            return self._call_symbolic(args)
         if self._launch is not None:
             for i in self.check:
                 if args[i].data_ptr() & 15:
@@ -150,17 +161,41 @@ class TritonLauncher:
         self._first_call(args)
         return None
 
+    def _grid(self, index: int, args: Sequence[Any]) -> tuple:
+        fn = self.grid_fns[index]
+        return self.grids[index] if fn is None else fn(*[args[i] for i in self.size_pos])
+
+    def _call_symbolic(self, args: Sequence[Any]) -> None:
+        if interpreting():
+            self.fn[self._grid(0, args)](*args, **self.configs[0].kwargs())
+            return None
+        bucket = tuple(_bucket(args[i]) for i in self.size_pos)
+        launch = self.buckets.get(bucket)
+        if launch is not None and not any(args[i].data_ptr() & 15 for i in self.check):
+            return launch(*args)
+        if self._stream is None:
+            self._set_stream()
+        if any(args[i].data_ptr() & 15 for i in self.check):
+            self.choice = self.choice or 0
+            return self._generic(args)
+        self.choice = self._autotune(args, save=False)
+        launch = self.buckets[bucket] = self._make_launch(self.choice)
+        return launch(*args)
+
     def _generic(self, args: Sequence[torch.Tensor]) -> None:
         """Through ``JITFunction`` (any alignment), with the chosen configuration."""
         cfg = self.configs[self.choice or 0]
-        self.fn[self.grids[self.choice or 0]](*args, **cfg.kwargs(), num_warps=cfg.num_warps,
-                                               num_stages=cfg.num_stages)
+        self.fn[self._grid(self.choice or 0, args)](*args, **cfg.kwargs(), num_warps=cfg.num_warps,
+                                                    num_stages=cfg.num_stages)
 
-    def _first_call(self, args: Sequence[torch.Tensor]) -> None:
+    def _set_stream(self) -> None:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         device = torch.cuda.current_device()
         self._stream = (lambda: raw(device)) if raw is not None else (
             lambda: torch.cuda.current_stream(device).cuda_stream)
+
+    def _first_call(self, args: Sequence[torch.Tensor]) -> None:
+        self._set_stream()
         if any(args[i].data_ptr() & 15 for i in self.check):
             self.choice = self.choice or 0
             return self._generic(args)
@@ -173,11 +208,22 @@ class TritonLauncher:
     def _make_launch(self, index: int) -> Callable:
         binary = self.binaries[index]
         run, function, packed = binary.run, binary.function, binary.packed_metadata
-        gx, gy, gz = self.grids[index]
         stream = self._stream
         assert stream is not None
         constexprs = tuple(value for _, value in self.configs[index].meta)  # the launcher takes them too
         direct = _direct_launcher(run)
+        grid_fn, pos = self.grid_fns[index], self.size_pos
+        if grid_fn is not None:  # symbolic sizes: the grid of this call's sizes
+            launch_fn, flags = direct if direct is not None else (None, ())
+
+            def launch_sized(*args: Any) -> None:
+                gx, gy, gz = grid_fn(*[args[i] for i in pos])
+                if launch_fn is not None:
+                    launch_fn(gx, gy, gz, stream(), function, *flags, packed, None, None, None, *args, *constexprs)
+                else:
+                    run(gx, gy, gz, stream(), function, packed, None, None, None, *args, *constexprs)
+            return launch_sized
+        gx, gy, gz = self.grids[index]
         if direct is not None:
             c_launch, flags = direct
 
@@ -189,7 +235,7 @@ class TritonLauncher:
             run(gx, gy, gz, stream(), function, packed, None, None, None, *args, *constexprs)
         return launch_generic
 
-    def _autotune(self, args: Sequence[torch.Tensor]) -> int:
+    def _autotune(self, args: Sequence[torch.Tensor], save: bool = True) -> int:
         usable = sorted(self.binaries)
         if len(usable) == 1:
             best = usable[0]
@@ -207,6 +253,8 @@ class TritonLauncher:
                 log.debug("autotuned %s: %s", self.key, "; ".join(
                     f"{self._describe(i)} {t:.4f}{' *' if i == best else ''}" for i, t in timings.items()))
         cfg = self.configs[best]
+        if not save:
+            return best
         try:
             _atomic_write(self._tuning_path(), json.dumps(
                 {"meta": list(map(list, cfg.meta)), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}))
@@ -229,6 +277,18 @@ class TritonLauncher:
         end.record()
         torch.cuda.synchronize()
         return start.elapsed_time(end)
+
+
+def _bucket(n: int) -> int:
+    """The size bucket of ``n`` for autotuning: the next power of two."""
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _grid_fn(grid: tuple, names: list[str]) -> Callable | None:
+    """The grid as a function of the size arguments, None for a static grid."""
+    if all(isinstance(g, int) for g in grid):
+        return None
+    return eval(f"lambda {', '.join(names)}: ({', '.join(str(g) for g in grid)},)")  # noqa: S307 (generated)
 
 
 def _direct_launcher(run: Any) -> tuple[Callable, tuple] | None:

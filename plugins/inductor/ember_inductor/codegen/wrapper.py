@@ -5,16 +5,24 @@ lookups per kernel). Buffers whose last reader has run are reused for later allo
 same size, stride and dtype, or released with ``del``. A second function, ``call_checked``,
 is used on the first call: it also verifies that aten kernels returned the strides the kernels
 were compiled for.
+
+With symbolic sizes, the wrapper first binds each size symbol it uses from its inputs
+(``s0 = arg0.size(0)``, a symbolic int input as it is), then computes every allocation's size
+and stride, every extern op's size arguments and every kernel's size arguments from them.
 """
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
+import sympy
 import torch
 
 from .. import ir
+from ..graph import scalar_input_name
 from ..scheduler import EmptyGroup, ExternGroup, FusedGroup, Scheduler
+from ..symbolic import SymbolicUnsupported, pyexpr
+from .common import is_size_param
 
 
 aten = torch.ops.aten
@@ -90,9 +98,21 @@ class WrapperCodegen:
         self.ops: dict[str, Any] = {}     # global name -> extern op the source calls
         self.var: dict[str, str] = {}
         self.n_const = 0
+        self.symbols: set[sympy.Symbol] = set()  # size symbols the source reads
 
     # -- values ------------------------------------------------------------------------------
+    def _size(self, e: Any) -> str:
+        """A size expression as Python source over the bound symbols."""
+        e = sympy.sympify(e)
+        self.symbols |= e.free_symbols
+        return pyexpr(e)
+
+    def _sizes(self, values: Sequence) -> str:
+        return "(" + "".join(self._size(v) + ", " for v in values) + ")"
+
     def _const(self, value: Any) -> str:
+        if isinstance(value, sympy.Basic):
+            return self._size(value)
         if value is None or isinstance(value, (bool, str)):
             return repr(value)
         if isinstance(value, int):
@@ -117,7 +137,8 @@ class WrapperCodegen:
     def _value(self, a: Any) -> str:
         if isinstance(a, ir.ReinterpretView):
             lay = a.layout
-            return f"reinterpret({self.var[a.data.name]}, {tuple(lay.size)}, {tuple(lay.stride)}, {lay.offset})"
+            return f"reinterpret({self.var[a.data.name]}, {self._sizes(lay.size)}, {self._sizes(lay.stride)}, " \
+                f"{self._size(lay.offset)})"
         if isinstance(a, ir.Buffer):
             return self.var[a.name]
         if isinstance(a, list):
@@ -165,12 +186,12 @@ class WrapperCodegen:
         alloc_key: dict[str, tuple] = {}
         inputs = []
         for i, b in enumerate(self.graph.inputs):
-            name = b.name if b is not None else f"s{i}"
+            name = b.name if b is not None else scalar_input_name(i)
             inputs.append(name)
             if b is not None:
                 self.var[name] = name
                 lay = b.layout
-                checked.append(f"check_layout({name}, {tuple(lay.size)}, {tuple(lay.stride)}, {name!r})")
+                checked.append(f"check_layout({name}, {self._sizes(lay.size)}, {self._sizes(lay.stride)}, {name!r})")
         for c in self.graph.constants:
             self.var[c.name] = c.name
             self.values[c.name] = c.value
@@ -190,14 +211,14 @@ class WrapperCodegen:
                         else:
                             var = f"b{n_var}"
                             n_var += 1
-                            lines.append(f"{var} = empty_strided({key[0]}, {key[1]}, dtype={self._dtype(lay.dtype)}"
-                                         f"{self.alloc_device})")
+                            lines.append(f"{var} = empty_strided({self._sizes(key[0])}, {self._sizes(key[1])}, "
+                                         f"dtype={self._dtype(lay.dtype)}{self.alloc_device})")
                         self.var[name] = var
                         alloc_key[name] = key
                         live_vars.setdefault(root[name], []).append(var)
             # an EmptyGroup computes no element: the allocation above is its whole result
             if isinstance(g, FusedGroup):
-                args = ", ".join(self.var[n] if self.tensor_args else f"{self.var[n]}.data_ptr()" for n in params)
+                args = ", ".join(self._kernel_arg(n) for n in params)
                 lines.append(f"{kname}({args})")
             elif isinstance(g, ExternGroup):
                 kernel = g.node.kernel
@@ -229,7 +250,8 @@ class WrapperCodegen:
                 for o in outs:
                     live_vars.setdefault(root[o.name], []).append(self.var[o.name])
                     lay = o.layout
-                    check.append(f"check_layout({self.var[o.name]}, {tuple(lay.size)}, {tuple(lay.stride)}, {o.name!r})")
+                    check.append(f"check_layout({self.var[o.name]}, {self._sizes(lay.size)}, "
+                                 f"{self._sizes(lay.stride)}, {o.name!r})")
             frees: list[str] = []
             for r, last in last_use.items():
                 if last != i or r in pinned or r not in live_vars:
@@ -243,10 +265,26 @@ class WrapperCodegen:
             checked += lines + check + frees
         outs = ", ".join(self._output(o) for o in self.graph.outputs)
         ret = f"return ({outs}{',' if len(self.graph.outputs) == 1 else ''})"
-        unpack = f"{', '.join(inputs)}{',' if len(inputs) == 1 else ''} = args" if inputs else "pass"
-        src = ["def call(args):", f"    {unpack}"] + [f"    {l}" for l in body] + [f"    {ret}", ""]
-        src += ["def call_checked(args):", f"    {unpack}"] + [f"    {l}" for l in checked] + [f"    {ret}", ""]
+        unpack = [f"{', '.join(inputs)}{',' if len(inputs) == 1 else ''} = args" if inputs else "pass"]
+        unpack += self._bindings()
+        src = ["def call(args):"] + [f"    {l}" for l in unpack + body] + [f"    {ret}", ""]
+        src += ["def call_checked(args):"] + [f"    {l}" for l in unpack + checked] + [f"    {ret}", ""]
         return "\n".join(src)
+
+    def _kernel_arg(self, param: str) -> str:
+        if is_size_param(param):
+            return self._size(sympy.Symbol(param.split(":", 1)[1]))
+        return self.var[param] if self.tensor_args else f"{self.var[param]}.data_ptr()"
+
+    def _bindings(self) -> list[str]:
+        """``s0 = arg0.size(0)``... for every size symbol the source reads."""
+        sources = {sym.name: src for sym, src in self.graph.symbol_sources.items()}
+        lines = []
+        for name in sorted({s.name for s in self.symbols}):
+            if name not in sources:
+                raise SymbolicUnsupported(f"size symbol {name} is not a size of an input")
+            lines.append(f"{name} = {sources[name]}")
+        return lines
 
     def _output(self, o: Any) -> str:
         if isinstance(o, (ir.Buffer, ir.ReinterpretView)):

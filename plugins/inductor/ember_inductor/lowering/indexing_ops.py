@@ -23,13 +23,19 @@ def _and(a: Any, b: Any) -> Any:
     return b if a is None else ops.logical_and(a, b)
 
 
-def _in_range(i: Any, lo: int, hi: int) -> Any:
-    """Boolean ops value for ``lo <= i < hi`` (None when always true)."""
+def _in_range(i: Any, lo: Any, hi: Any) -> Any:
+    """Boolean ops value for ``lo <= i < hi`` (None when always true); the bounds may be
+    expressions of the size symbols."""
     mask = None
-    if lo > 0:
-        mask = ops.ge(ops.index_expr(i, torch.int64), ops.constant(lo, torch.int64))
-    mask = _and(mask, ops.lt(ops.index_expr(i, torch.int64), ops.constant(hi, torch.int64)))
+    if sympy.sympify(lo).is_positive is not False:
+        mask = ops.ge(ops.index_expr(i, torch.int64), _bound(lo))
+    mask = _and(mask, ops.lt(ops.index_expr(i, torch.int64), _bound(hi)))
     return mask
+
+
+def _bound(value: Any) -> Any:
+    value = sympy.sympify(value)
+    return ops.constant(int(value), torch.int64) if value.is_Integer else ops.index_expr(value, torch.int64)
 
 
 @register(aten.cat.default)
@@ -42,21 +48,21 @@ def cat(tensors: Sequence[ir.IRNode], dim: int = 0) -> ir.IRNode:
     dtype = tensors[0].get_dtype()
     if any(t.get_dtype() != dtype for t in tensors):
         raise NotLowerable("cat of mixed dtypes")
-    tensors = [t for t in tensors if int(t.get_size()[dim]) != 0] or tensors[:1]  # add nothing
+    tensors = [t for t in tensors if t.get_size()[dim] != 0] or tensors[:1]  # add nothing
     if len(tensors) == 1:
         return ir.Pointwise(tensors[0].get_size(), dtype, tensors[0].make_loader())
     offsets, total = [], 0
     for t in tensors:
         offsets.append(total)
-        total += int(t.get_size()[dim])
+        total += t.get_size()[dim]
     size = list(tensors[0].get_size())
-    size[dim] = sympy.Integer(total)
+    size[dim] = sympy.sympify(total)
     loaders = [t.make_loader() for t in tensors]
 
     def inner(idx: Sequence) -> Any:
         result = None
         for k in reversed(range(len(tensors))):
-            lo, hi = offsets[k], offsets[k] + int(tensors[k].get_size()[dim])
+            lo, hi = offsets[k], offsets[k] + tensors[k].get_size()[dim]
             shifted = list(idx)
             # idx - lo, written as a modulus so that the index simplifier knows it lies in
             # [0, hi - lo): equal where this input's load is not masked off, and it lets the
@@ -82,7 +88,9 @@ def constant_pad_nd(x: ir.IRNode, pad: Sequence[int], value: Any = 0) -> ir.IRNo
     for k in range(len(pad) // 2):
         d = n - 1 - k
         lo[d] = pad[2 * k]
-        new[d] = sympy.Integer(int(size[d]) + pad[2 * k] + pad[2 * k + 1])
+        if not size[d].is_Integer and (pad[2 * k] < 0 or pad[2 * k + 1] < 0):
+            raise NotLowerable("negative padding of a symbolic dimension")
+        new[d] = size[d] + pad[2 * k] + pad[2 * k + 1]
     load = x.make_loader()
     dtype = x.get_dtype()
 
@@ -93,7 +101,7 @@ def constant_pad_nd(x: ir.IRNode, pad: Sequence[int], value: Any = 0) -> ir.IRNo
             if lo[d] == 0 and new[d] == size[d]:
                 continue
             src[d] = idx[d] - lo[d]
-            mask = _and(mask, _in_range(idx[d], lo[d], lo[d] + int(size[d])))
+            mask = _and(mask, _in_range(idx[d], lo[d], lo[d] + size[d]))
         if mask is None:
             return load(src)
         return ops.where(mask, ops.masked(mask, lambda: load(src), value), ops.constant(value, dtype))

@@ -1,11 +1,13 @@
 """Pointwise lowerings: elementwise math with torch's type promotion, where, clamp, casts, creation."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
+import sympy
 import torch
 
-from .. import ir
+from .. import indexing, ir
 from ..virtualized import ops
 from .registry import (Kind, NotLowerable, aten, broadcast_shapes, check_device, constant_node, is_ir,
                        loader_for, promote, register)
@@ -254,9 +256,9 @@ def _ones(size: list, dtype: torch.dtype | None = None, layout: Any = None, devi
 def _arange(start: Any, end: Any, step: Any = 1, dtype: torch.dtype | None = None, layout: Any = None,
             device: Any = None, pin_memory: Any = None) -> ir.Pointwise:
     if dtype is None:
-        dtype = torch.int64 if all(isinstance(v, int) for v in (start, end, step)) else torch.get_default_dtype()
-    import math
-    n = max(0, math.ceil((end - start) / step))
+        dtype = torch.int64 if all(isinstance(v, (int, sympy.Basic)) for v in (start, end, step)) \
+            else torch.get_default_dtype()
+    n = _arange_length(start, end, step)
     if dtype.is_floating_point or not all(isinstance(v, int) for v in (start, step)):
         def inner(idx: Any) -> Any:
             i = ops.index_expr(idx[0], torch.float64)
@@ -264,6 +266,19 @@ def _arange(start: Any, end: Any, step: Any = 1, dtype: torch.dtype | None = Non
             return ops.to_dtype(v, dtype)
         return ir.Pointwise([n], dtype, inner)
     return ir.Pointwise([n], dtype, lambda idx: ops.index_expr(idx[0] * step + start, dtype))
+
+
+def _arange_length(start: Any, end: Any, step: Any) -> Any:
+    """Number of elements of ``arange(start, end, step)``; with a symbolic bound (an int
+    start and step), an expression, when it is provably not negative."""
+    if not any(isinstance(v, sympy.Basic) for v in (start, end, step)):
+        return max(0, math.ceil((end - start) / step))
+    if not (isinstance(start, int) and isinstance(step, int) and step > 0):
+        raise NotLowerable("arange with a symbolic start or step")
+    span = sympy.sympify(end) - start
+    if not (span + step - 1).is_nonnegative:
+        raise NotLowerable(f"arange of {span} elements")
+    return indexing.FloorDiv(span + step - 1, step)
 
 
 @register(aten.arange.default)

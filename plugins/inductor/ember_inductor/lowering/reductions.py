@@ -94,7 +94,7 @@ def mean(x: ir.IRNode, dim: Any = None, keepdim: bool = False, dtype: torch.dtyp
     count = indexing.numel([x.get_size()[d] for d in dims])
     load = total.make_loader()
     node = ir.Pointwise(total.get_size(), out,
-                        lambda idx: ops.to_dtype(ops.truediv(load(idx), ops.constant(float(count), acc)), out))
+                        lambda idx: ops.to_dtype(ops.truediv(load(idx), _count(count, acc)), out))
     return finish(node, dims, keepdim)
 
 
@@ -162,7 +162,7 @@ def _var_parts(x: ir.IRNode, dims: Sequence[int], correction: Any) -> tuple[ir.I
 
     def mean_at(full: Sequence) -> Any:
         keep = [sympy.S.Zero if i in dims else full[i] for i in range(len(full))]
-        return ops.truediv(load_total(keep), ops.constant(float(count), acc))
+        return ops.truediv(load_total(keep), _count(count, acc))
 
     def sq_dev(v: Any, full: Sequence, ridx: Sequence) -> Any:
         d = ops.sub(v, mean_at(full))
@@ -170,9 +170,14 @@ def _var_parts(x: ir.IRNode, dims: Sequence[int], correction: Any) -> tuple[ir.I
     sq = reduce_keepdim(x, dims, "sum", acc, acc, sq_dev).realize()
     load_sq = sq.make_loader()
     corr = 1 if correction is None else correction
-    denom = float(max(0, count - corr))
+    if count.is_Integer:
+        denom = sympy.sympify(max(0, int(count) - corr))
+    elif isinstance(corr, int) and 0 <= corr <= 1:  # a symbolic count is at least 1
+        denom = count - corr
+    else:
+        raise NotLowerable(f"correction {corr} of a symbolic count")
     var = ir.Pointwise(sq.get_size(), acc,
-                       lambda idx: ops.truediv(load_sq(idx), ops.constant(denom, acc)))
+                       lambda idx: ops.truediv(load_sq(idx), _count(denom, acc)))
     mean_node = ir.Pointwise(total.get_size(), acc, lambda idx: mean_at(idx))
     return var, mean_node, acc
 
@@ -273,3 +278,10 @@ def prims_amax(x: ir.IRNode, dims: Sequence[int]) -> ir.IRNode:
 @register(prims.amin.default)
 def prims_amin(x: ir.IRNode, dims: Sequence[int]) -> ir.IRNode:
     return _minmax("min")(x, list(dims), False)
+
+
+def _count(count: sympy.Expr, dtype: torch.dtype) -> Any:
+    """An element count as a value of ``dtype``: a constant, or computed from the size symbols."""
+    if not count.free_symbols:
+        return ops.constant(float(count), dtype)
+    return ops.index_expr(count, dtype)

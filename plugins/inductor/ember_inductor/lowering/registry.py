@@ -50,6 +50,8 @@ def dtype_of(x: Any) -> torch.dtype:
         return torch.int64
     if isinstance(x, float):
         return torch.float32
+    if isinstance(x, sympy.Expr) and x.is_integer:  # a size computed from the symbols
+        return torch.int64
     raise NotLowerable(f"unsupported argument {type(x).__name__}")
 
 
@@ -58,9 +60,12 @@ def promote(args: Sequence[Any], kind: Kind) -> tuple[torch.dtype, torch.dtype]:
     metas = []
     for a in args:
         if is_ir(a):
-            metas.append(torch.empty([int(s) for s in a.get_size()], dtype=a.get_dtype(), device="meta"))
+            # promotion depends on the rank (0-d tensors count as scalars), never on the sizes
+            metas.append(torch.empty([1] * len(a.get_size()), dtype=a.get_dtype(), device="meta"))
         elif isinstance(a, (bool, int, float)):
             metas.append(a)
+        elif isinstance(a, sympy.Expr) and a.is_integer:  # a symbolic int: promotes as an int
+            metas.append(2)
         else:
             raise NotLowerable(f"unsupported argument {type(a).__name__}")
     return elementwise_dtypes(*metas, type_promotion_kind=kind)
@@ -75,7 +80,7 @@ def broadcast_shapes(*shapes: Sequence) -> list:
             j = i - (ndim - len(s))
             if j < 0:
                 continue
-            d = sympy.Integer(int(s[j]))
+            d = sympy.sympify(s[j])
             if d != 1:
                 if size != 1 and size != d:
                     raise NotLowerable("shapes do not broadcast")
@@ -105,6 +110,8 @@ def loader_for(x: Any, shape: Sequence, dtype: torch.dtype) -> Callable:
             return load
         return lambda idx: ops.to_dtype(load(idx), dtype)
     value = x
+    if isinstance(value, sympy.Expr) and value.free_symbols:
+        return lambda idx: ops.index_expr(value, dtype)
     return lambda idx: ops.constant(value, dtype)
 
 

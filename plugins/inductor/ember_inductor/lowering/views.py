@@ -7,19 +7,23 @@ import sympy
 import torch
 
 from .. import indexing, ir
-from .registry import aten, expand_to, register
+from ..symbolic import to_expr, to_exprs
+from .registry import NotLowerable, aten, expand_to, register
 
 S = sympy.S
 
 
-def _infer_size(size: Sequence[int], numel: int) -> list[int]:
-    size = [int(s) for s in size]
+def _infer_size(size: Sequence, numel: sympy.Expr) -> list:
+    size = to_exprs(size)
     if -1 in size:
-        known = 1
-        for s in size:
-            if s != -1:
-                known *= s
-        size[size.index(-1)] = numel // known if known else 0
+        known = indexing.prod([s for s in size if s != -1])
+        if known.is_Integer and numel.is_Integer:
+            inferred = sympy.Integer(int(numel) // int(known) if known else 0)
+        else:
+            inferred = sympy.cancel(numel / known)
+            if sympy.fraction(inferred)[1] != 1:
+                raise NotLowerable(f"view size {numel} / {known}")
+        size[size.index(-1)] = inferred
     return size
 
 
@@ -27,7 +31,7 @@ def _infer_size(size: Sequence[int], numel: int) -> list[int]:
 def view(x: ir.IRNode, size: Sequence[int]) -> ir.IRNode:
     old = x.get_size()
     new = _infer_size(size, x.numel())
-    if [int(s) for s in old] == new:
+    if list(old) == new:
         return x
 
     def reindex(idx: Sequence) -> list:
@@ -66,7 +70,7 @@ def t(x: ir.IRNode) -> ir.IRNode:
 def expand(x: ir.IRNode, size: Sequence[int], implicit: bool = False) -> ir.IRNode:
     old = x.get_size()
     offset = len(size) - len(old)
-    new = [int(old[i - offset]) if (s == -1) else int(s) for i, s in enumerate(size)]
+    new = [old[i - offset] if (s == -1) else to_expr(s) for i, s in enumerate(size)]
     return expand_to(x, new)
 
 
@@ -105,19 +109,13 @@ def slice_(x: ir.IRNode, dim: int = 0, start: Any = None, end: Any = None, step:
     size = x.get_size()
     n = len(size)
     dim = dim % n
-    dim_size = int(size[dim])
-    start = 0 if start is None else int(start)
-    end = dim_size if end is None else int(end)
-    if start < 0:
-        start += dim_size
-    if end < 0:
-        end += dim_size
-    start, end = max(0, min(start, dim_size)), max(0, min(end, dim_size))
-    length = max(0, (end - start + step - 1) // step)
+    dim_size = size[dim]
+    start, end = _clamped(start, dim_size, 0), _clamped(end, dim_size, dim_size)
+    length = _ceil_div(end - start, step)
     if start == 0 and length == dim_size and step == 1:
         return x
     new = list(size)
-    new[dim] = sympy.Integer(length)
+    new[dim] = length
 
     def reindex(idx: Sequence) -> list:
         out = list(idx)
@@ -126,17 +124,55 @@ def slice_(x: ir.IRNode, dim: int = 0, start: Any = None, end: Any = None, step:
     return ir.View(x, new, reindex)
 
 
+def _clamped(bound: Any, dim_size: sympy.Expr, default: Any) -> sympy.Expr:
+    """A slice bound as torch reads it: negative from the end, clamped to ``[0, dim_size]``.
+    With a symbolic size (at least 1), the bound must provably lie inside without clamping
+    (else the aten op runs)."""
+    if bound is None:
+        return sympy.sympify(default)
+    bound = to_expr(bound)
+    if bound.is_Integer and dim_size.is_Integer:
+        b = int(bound) + (int(dim_size) if bound < 0 else 0)
+        return sympy.Integer(max(0, min(b, int(dim_size))))
+    if bound.is_Integer:
+        b = int(bound)
+        if b >= 2 ** 62:  # "to the end"
+            return dim_size
+        if 0 <= b <= 1:
+            return bound
+        if b == -1:
+            return dim_size - 1
+    elif bound == dim_size or (bound.is_nonnegative and sympy.expand(dim_size - bound).is_nonnegative):
+        return bound
+    raise NotLowerable(f"slice bound {bound} of a dimension of size {dim_size}")
+
+
+def _ceil_div(a: sympy.Expr, b: int) -> sympy.Expr:
+    if a.is_Integer:
+        return sympy.Integer(max(0, (int(a) + b - 1) // b))
+    if b == 1:
+        return a
+    return indexing.FloorDiv(a + b - 1, b)
+
+
 @register(aten.select.int, aten.select_copy.int)
 def select(x: ir.IRNode, dim: int, index: int) -> ir.IRNode:
     size = x.get_size()
     dim = dim % len(size)
-    index = index % int(size[dim])
+    if not size[dim].is_Integer:
+        if not isinstance(index, int) or not -2 <= index < 2:
+            raise NotLowerable(f"select {index} of a dimension of size {size[dim]}")
+        index = size[dim] + index if index < 0 else index
+    else:
+        index = index % int(size[dim])
     return ir.View(x, size[:dim] + size[dim + 1:],
-                   lambda idx: list(idx[:dim]) + [sympy.Integer(index)] + list(idx[dim:]))
+                   lambda idx: list(idx[:dim]) + [sympy.sympify(index)] + list(idx[dim:]))
 
 
 @register(aten.split.Tensor, aten.split_copy.Tensor)
 def split(x: ir.IRNode, split_size: int, dim: int = 0) -> list[ir.IRNode]:
+    if not x.get_size()[dim].is_Integer:
+        raise NotLowerable("split of a symbolic dimension")
     dim_size = int(x.get_size()[dim])
     sizes = [min(split_size, dim_size - s) for s in range(0, dim_size, split_size)] or [0]
     return split_with_sizes(x, sizes, dim)
@@ -153,6 +189,8 @@ def split_with_sizes(x: ir.IRNode, split_sizes: Sequence[int], dim: int = 0) -> 
 
 @register(aten.unbind.int, aten.unbind_copy.int)
 def unbind(x: ir.IRNode, dim: int = 0) -> list[ir.IRNode]:
+    if not x.get_size()[dim].is_Integer:
+        raise NotLowerable("unbind of a symbolic dimension")
     return [select(x, dim, i) for i in range(int(x.get_size()[dim]))]
 
 
