@@ -31,11 +31,13 @@ def main(argv: list[str]) -> int:
             continue
         for name, (source, kernel) in generate_triton(fn, inputs_on(make, "cpu")).items():
             configs = kernel.configs() if all_configs else kernel.configs()[:1]
-            row = {"case": case_id, "kernel": name, "configs": len(configs), "sm90": False, "error": None}
+            row = {"case": case_id, "kernel": name, "configs": len(configs), "sm90": False, "asserts": False,
+                   "error": None}
             try:
                 jit_fn = import_kernel(kernel_path(write_kernel(source)), kernel.name)
                 binaries = [compile_config(jit_fn, kernel.signature(), c, SM90) for c in configs]
                 row["sm90"] = all(".target sm_90" in b.asm["ptx"] and b.asm.get("cubin") for b in binaries)
+                row["asserts"] = all("__assertfail" in b.asm["ptx"] for b in binaries)  # bounds checks kept
             except Exception as exc:  # reported, the test fails on it
                 row["error"] = f"{type(exc).__name__}: {exc}"[:2000]
             print(json.dumps(row), flush=True)

@@ -123,3 +123,25 @@ def test_workers_build_the_c_launcher(tmp_path, monkeypatch) -> None:
         pool.close()
     assert results[0][1] is None and results[0][0]
     assert glob.glob(str(tmp_path / "triton" / "*" / "__triton_launcher*.so"))
+
+
+_OUT_OF_RANGE = """
+import torch, torch.nn.functional as F
+from ember_inductor.backend import compile_inference
+w = torch.randn(5, 8, device="cuda")
+compiled = compile_inference(lambda w, i: F.embedding(i, w) + 1, [w, torch.tensor([1, 4], device="cuda")])
+assert torch.equal(compiled(w, torch.tensor([1, 4], device="cuda")), F.embedding(torch.tensor([1, 4], device="cuda"), w) + 1)
+print("in range: ok", flush=True)
+compiled(w, torch.tensor([1, 9], device="cuda")).sum().item()
+print("out of range: no error")
+"""
+
+
+def test_an_index_out_of_range_is_a_device_assert() -> None:
+    """As eager on CUDA: a device-side assert (in a child process, whose CUDA context it ends)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-c", _OUT_OF_RANGE], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert "in range: ok" in proc.stdout, proc.stderr[-3000:]
+    assert proc.returncode != 0 and "out of range: no error" not in proc.stdout
+    assert "index out of bounds" in proc.stderr or "device-side assert" in proc.stderr, proc.stderr[-3000:]

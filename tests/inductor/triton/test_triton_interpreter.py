@@ -115,3 +115,15 @@ def test_compiled_graph_round_trip_through_its_artifact() -> None:
     loaded = load_compiled_graph(pickle.loads(dumps(compiled.artifact())))
     assert loaded.kernel_count == compiled.kernel_count
     torch.testing.assert_close(loaded(x)[0], fn(x))
+
+
+def test_indirect_indices_are_asserted_in_bounds() -> None:
+    """Triton's interpreter ignores ``tl.device_assert`` (it runs without ``debug``), so the
+    generated code is checked: the condition and the lanes it covers; none for an arange."""
+    w = torch.randn(5, 8)
+    src = kernel_source(check(lambda w, i: torch.nn.functional.embedding(i, w) + 1, w, torch.tensor([[1, 4, 0]])))
+    assert "tl.device_assert(((0 <= ind2) & (ind2 < 5)) | ~(xmask)" in src
+    assert "tl.where(ind2 < 0" not in src  # embedding rejects negative ids, as eager
+    src = kernel_source(check(lambda w, i: w[i] + 1, w, torch.tensor([1, -1])))
+    assert "tl.where(ind2 < 0, ind2 + 5, ind2)" in src and "tl.device_assert(" in src
+    assert "tl.device_assert" not in kernel_source(check(lambda w: w[torch.arange(3)] + 1, w))

@@ -22,6 +22,7 @@ import sympy
 import torch
 
 from .. import indexing
+from ..bounds import IndexBound, error_code
 from ..indexing import FloorDiv, ModularIndexing
 from ..scheduler import FusedGroup, KernelPlan
 from ..symbolic import guard_at_most
@@ -188,6 +189,7 @@ class CppKernel:
         self.reuse_saved: set[str] = set()
         self.float_accs: set[str] = set()  # float accumulators (sum, prod)
         self.reciprocals: set[str] = set()  # their reciprocals, declared per row
+        self.bound_checks: list[tuple[str, str, str, int]] = []  # (largest, smallest bad value, size, code)
 
     # -- helpers -----------------------------------------------------------------------------
     def new_var(self, prefix: str = "t") -> str:
@@ -370,11 +372,41 @@ class CppKernel:
             return self.cse(f"({inv}_ok ? {a} * {inv} : {a} / {b})")
         return self.cse(_BINARY["truediv"].format(a, b))
 
-    def indirect_indexing(self, value: str, size: Any) -> sympy.Symbol:
+    def indirect_indexing(self, value: str, bound: IndexBound) -> sympy.Symbol:
+        """A checked index: out of range, it is replaced by 0 and folded into the kernel's
+        largest and smallest offending values (OpenMP reductions, so the loop still vectorizes),
+        which the kernel reports after its loops (see ``bounds``)."""
         var = self.new_var("ind")
+        size = cexpr(bound.size)
         self.scope.lines.append(f"int64_t {var} = static_cast<int64_t>({value});")
-        self.scope.lines.append(f"{var} = {var} < 0 ? {var} + {cexpr(size)} : {var};")
+        if not bound.check:
+            return sympy.Symbol(var, integer=True)
+        raw = var
+        if bound.wrap_negative:
+            raw, var = var, self.new_var("ind")
+            self.scope.lines.append(f"int64_t {var} = {raw} < 0 ? {raw} + {size} : {raw};")
+        hi, lo = f"bad_hi{len(self.bound_checks)}", f"bad_lo{len(self.bound_checks)}"
+        self.bound_checks.append((hi, lo, size, error_code(bound)))
+        ok = self.new_var("ok")
+        self.scope.lines += [
+            f"const bool {ok} = 0 <= {var} && {var} < {size};",
+            f"{hi} = {ok} || {raw} <= {hi} ? {hi} : {raw};",
+            f"{lo} = {ok} || {raw} >= {lo} ? {lo} : {raw};",
+            f"{var} = {ok} ? {var} : 0;"]
         return sympy.Symbol(var, integer=True)
+
+    def _pragma(self, pragma: str) -> str:
+        """``pragma`` with the reductions of the bounds checks (harmless where unused)."""
+        if not pragma:
+            return pragma
+        return pragma + "".join(f" reduction(max:{hi}) reduction(min:{lo})" for hi, lo, _, _ in self.bound_checks)
+
+    def _bound_reports(self) -> tuple[list[str], list[str]]:
+        """Declarations ahead of the loops, reports after them, of the bounds checks."""
+        decl = [f"int64_t {hi} = INT64_MIN, {lo} = INT64_MAX;" for hi, lo, _, _ in self.bound_checks]
+        report = [f"if ({hi} != INT64_MIN || {lo} != INT64_MAX) ember_bad_index({hi} >= 0 ? {hi} : {lo}, "
+                  f"{size}, {code});" for hi, lo, size, code in self.bound_checks]
+        return decl, report
 
     def __getattr__(self, name: str) -> Any:
         if name in _UNARY:
@@ -409,6 +441,7 @@ class CppKernel:
                 pragma = f"#pragma omp simd {clauses}"
             if k == 0 and parallel_r and self.red_simd:
                 pragma = f"#pragma omp parallel for {'simd ' if len(loops) == 1 else ''}{clauses}{_omp_if(parallel_r)}"
+            pragma = self._pragma(pragma)
             body = ([pragma] if pragma else []) + [f"for (int64_t {var} = 0; {var} < {cexpr(size)}; {var}++) {{"] + \
                 [f"  {line}" for line in body] + ["}"]
         return self.red_pre + ["{"] + body + ["}"] + self.red_post
@@ -439,11 +472,15 @@ class CppKernel:
                 work = O * (R if R.free_symbols else max(R, 1))
                 parallel = (bool(O.free_symbols) or O >= 2) and not parallel_r and at_least(work, PARALLEL_MIN)
                 loops = self._outer_loops(self.scope.lines, parallel, simd_inner=False)
-        used = set(_IDENT.findall("\n".join(loops)))
+        decl, report = self._bound_reports()
+        used = set(_IDENT.findall("\n".join(decl + loops + report)))
         self.size_params = sorted(self.size_symbols & used)
         args = ", ".join([self._param_decl(name) for name in self.params] +
                          [f"int64_t {name}" for name in self.size_params])
-        return "\n".join([f'extern "C" void {self.name}({args}) {{'] + [f"  {l}" for l in loops] + ["}"])
+        if not self.bound_checks:
+            return "\n".join([f'extern "C" void {self.name}({args}) {{'] + [f"  {l}" for l in loops] + ["}"])
+        return "\n".join([f'extern "C" int64_t {self.name}({args}) {{'] + [f"  {l}" for l in decl + loops + report] +
+                         ["  return ember_index_failed();", "}"])
 
     def _param_decl(self, name: str) -> str:
         t = ctype(self.buffers[name].get_dtype())
@@ -453,6 +490,9 @@ class CppKernel:
     def _outer_loops(self, body: list[str], parallel: bool | str, simd_inner: bool) -> list[str]:
         loops = list(zip(self.xv, self.plan.outer))
         n = len(loops)
+        invariant: list[str] = []
+        if simd_inner and n >= 2:
+            invariant, body = hoist_invariant(body, self.xv[-1].name)
         for k in reversed(range(n)):
             var, size = loops[k]
             pragma = ""
@@ -465,7 +505,33 @@ class CppKernel:
                 pragma += _omp_if(parallel)
             elif k == n - 1 and simd_inner:
                 pragma = "#pragma omp simd"
+            pragma = self._pragma(pragma)
             body = ([pragma] if pragma else []) + \
                 [f"for (int64_t {var} = 0; {var} < {cexpr(size)}; {var}++) {{"] + \
                 [f"  {line}" for line in body] + ["}"]
+            if k == n - 1:
+                body = invariant + body
         return body
+
+
+_ASSIGN = re.compile(r"^(?:auto |int64_t |const bool )?(\w+) = (.*);$")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def hoist_invariant(body: list[str], inner: str) -> tuple[list[str], list[str]]:
+    """(lines of a pointwise loop body that do not depend on the loop variable ``inner``, the
+    others), in order. Only assignments of a value move (no stores, no lambdas), so that an
+    index loaded once per row (an embedding's id, checked against its bound) is computed ahead
+    of the vector loop: gcc does not hoist it past a bounds check's reductions."""
+    variant = {inner}
+    hoisted: list[str] = []
+    rest: list[str] = []
+    for line in body:
+        m = _ASSIGN.match(line)
+        if m and "{" not in line and m.group(1) not in variant and not set(_NAME.findall(m.group(2))) & variant:
+            hoisted.append(line)
+            continue
+        rest.append(line)
+        if m:
+            variant.add(m.group(1))
+    return hoisted, rest

@@ -1,10 +1,15 @@
-"""C++/OpenMP kernel backend: one source per graph, built with the system compiler, loaded by ctypes."""
+"""C++/OpenMP kernel backend: one source per graph, built with the system compiler, loaded by ctypes.
+
+A kernel that checks indirect indices returns nonzero when one was out of range; its ctypes
+``errcheck`` then raises eager's exception (``bounds.index_error``) from the kernel's call.
+"""
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import Any, Callable
 
 from .. import cache
+from ..bounds import index_error
 from ..scheduler import FusedGroup, Scheduler
 from .common import CompiledKernels, PreparedKernels, is_size_param, size_param
 from .cpp import CppKernel
@@ -44,5 +49,21 @@ class CppBackend:
             fn = getattr(lib, name)
             fn.argtypes = [ctypes.c_int64 if is_size_param(p) else ctypes.c_void_p for p in params]
             fn.restype = None
+            if f'extern "C" int64_t {name}(' in source:  # it checks indirect indices
+                fn.restype = ctypes.c_int64
+                fn.errcheck = _index_errcheck(lib.ember_take_index_error)
             kernels[gid] = (name, params, fn)
         return CompiledKernels(source, kernels, spec=(source, list(meta.values())), backend=CppBackend.name)
+
+
+def _index_errcheck(take: Any) -> Callable[..., Any]:
+    """A ctypes ``errcheck`` raising eager's exception when the kernel's bounds check failed."""
+    take.argtypes = [ctypes.c_void_p]
+    take.restype = None
+
+    def errcheck(result: int, fn: Any, args: Any) -> None:
+        if result:
+            out = (ctypes.c_int64 * 3)()
+            take(ctypes.addressof(out))
+            raise index_error(*out)
+    return errcheck

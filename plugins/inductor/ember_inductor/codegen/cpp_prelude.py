@@ -3,14 +3,16 @@
 The libm functions (sin, erf, tanh, pow, ...) are called through ``cpp_math``'s ``e_``/``em_``
 functions, which vectorize and compute the same bits in every loop; float ``exp`` (and so
 softmax and sigmoid) is computed inline instead (``e_expf``), from IEEE operations only, so it is
-the same in vector and scalar code too.
+the same in vector and scalar code too. Sources whose kernels check indirect indices get the
+error record of ``bounds``, written after a kernel's (parallel) loops.
 """
 from . import cpp_math
 
 
 def prelude(code: str) -> str:
     """The head of a C++ source whose kernels are ``code``."""
-    return _HEAD + cpp_math.source(cpp_math.used_in(code)) + _HELPERS
+    checks = _INDEX_CHECKS if "ember_bad_index" in code else ""
+    return _HEAD + cpp_math.source(cpp_math.used_in(code)) + _HELPERS + checks
 
 
 _HEAD = r"""
@@ -109,4 +111,19 @@ template <typename T> static inline T e_trunc(T a) { if constexpr (std::numeric_
 template <typename T> static inline T e_round(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a; else return std::nearbyint(a); }
 template <typename T> static inline bool e_isinf(T a) { if constexpr (std::numeric_limits<T>::is_integer) return false; else return std::isinf(a); }
 template <typename T> static inline T e_abs(T a) { if constexpr (std::numeric_limits<T>::is_integer) return a < T(0) ? T(-a) : a; else return std::fabs(a); }
+"""
+
+_INDEX_CHECKS = r"""
+// An index out of range, reported by a kernel after its loops: flag, value, bound, code.
+static int64_t ember_index_error[4];
+static void __attribute__((noinline, cold)) ember_bad_index(int64_t value, int64_t bound, int64_t code) {
+  if (ember_index_error[0]) return;  // the first one is kept
+  ember_index_error[0] = 1; ember_index_error[1] = value; ember_index_error[2] = bound; ember_index_error[3] = code;
+}
+static inline int64_t ember_index_failed() { return ember_index_error[0]; }
+// Copies the record into out[0..2] (value, bound, code) and clears it.
+extern "C" void ember_take_index_error(int64_t* out) {
+  out[0] = ember_index_error[1]; out[1] = ember_index_error[2]; out[2] = ember_index_error[3];
+  ember_index_error[0] = 0;
+}
 """

@@ -24,6 +24,7 @@ import sympy
 import torch
 
 from .. import indexing
+from ..bounds import IndexBound
 from ..indexing import FloorDiv, ModularIndexing
 from ..scheduler import FusedGroup, KernelPlan
 from ..symbolic import guard_at_most, hint, pyexpr
@@ -424,10 +425,17 @@ class TritonKernel:
         other_v = self.constant(other, dtype)
         return self.cse(f"tl.where({mask}, {value}, {other_v})", dtype)
 
-    def indirect_indexing(self, value: str, size: Any) -> sympy.Symbol:
+    def indirect_indexing(self, value: str, bound: IndexBound) -> sympy.Symbol:
+        """A checked index: a device assert (of the lanes computed) where eager raises."""
         var = self.new_var("ind")
+        size = texpr(bound.size)
         self.scope.lines.append(f"{var} = {value}.to(tl.int64)")
-        self.scope.lines.append(f"{var} = tl.where({var} < 0, {var} + {texpr(size)}, {var})")
+        if bound.check and bound.wrap_negative:
+            self.scope.lines.append(f"{var} = tl.where({var} < 0, {var} + {size}, {var})")
+        if bound.check:
+            live = " & ".join(dict.fromkeys(self._level_mask() + self.masks))
+            self.scope.lines.append(f'tl.device_assert(((0 <= {var}) & ({var} < {size})) | ~({live}), '
+                                    f'"index out of bounds: 0 <= {var} < {size}")')
         self.indirect.add(var)
         return sympy.Symbol(var, integer=True)
 

@@ -91,10 +91,13 @@ def _source(fn: Any, signature: dict[str, str], constexprs: dict[str, int]) -> A
 
 def compile_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, int], num_warps: int,
                    num_stages: int, target: Any) -> Any:
-    """``triton.compile`` of one launch configuration, pointers assumed 16-byte aligned."""
+    """``triton.compile`` of one launch configuration, pointers assumed 16-byte aligned; a kernel
+    that checks indirect indices with ``tl.device_assert`` is built with Triton's ``debug``,
+    without which its asserts are dropped (as torch's inductor does)."""
     import triton
     return triton.compile(_source(fn, signature, constexprs), target=target,
-                          options={"num_warps": num_warps, "num_stages": num_stages})
+                          options={"num_warps": num_warps, "num_stages": num_stages,
+                                   "debug": "tl.device_assert(" in fn.src})
 
 
 def load_compiled(fn: Any, signature: dict[str, str], constexprs: dict[str, int], binary_hash: str,

@@ -1,7 +1,8 @@
 """Indexing lowerings: cat, constant_pad_nd, gather, index, index_select, embedding.
 
-Data-dependent indices become ``ops.indirect_indexing(value, size)``: a symbol standing for a
-run-time value that can appear in index expressions. Regions that may not be read are computed
+Data-dependent indices become ``ops.indirect_indexing(value, bound)``: a symbol standing for a
+run-time value that can appear in index expressions, checked against its ``bounds.IndexBound``
+(eager's exception for an index out of range; negative ones wrapped where eager wraps them). Regions that may not be read are computed
 under ``ops.masked(mask, body, other)``.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sympy
 import torch
 
 from .. import ir
+from ..bounds import IndexBound, make_bound
 from ..indexing import ModularIndexing
 from ..virtualized import ops
 from .registry import NotLowerable, aten, broadcast_shapes, expand_to, register
@@ -113,17 +115,26 @@ def _check_index_dtype(t: ir.IRNode) -> None:
         raise NotLowerable("index tensor must be int64/int32")
 
 
+def _bound(size: Any, dim: int, index_loader: Any, index_size: Sequence, error: type[Exception],
+           wrap_negative: bool = False) -> IndexBound:
+    """The checked bound of an indirect index (eager's error for one out of range)."""
+    bound = make_bound(size, dim, index_loader, index_size, error, wrap_negative)
+    if bound.check and bound.size == 0:
+        raise NotLowerable("indirect index into an empty dimension")  # no element to read instead
+    return bound
+
+
 @register(aten.gather.default)
 def gather(x: ir.IRNode, dim: int, index: ir.IRNode, sparse_grad: bool = False) -> ir.IRNode:
     _check_index_dtype(index)
     n = len(x.get_size())
     dim = dim % max(n, 1)
     load_x, load_i = x.make_loader(), index.make_loader()
-    dim_size = x.get_size()[dim]
+    bound = _bound(x.get_size()[dim], dim, load_i, index.get_size(), RuntimeError)
 
     def inner(idx: Sequence) -> Any:
         src = list(idx)
-        src[dim] = ops.indirect_indexing(load_i(idx), dim_size)
+        src[dim] = ops.indirect_indexing(load_i(idx), bound)
         return load_x(src)
     return ir.Pointwise(index.get_size(), x.get_dtype(), inner)
 
@@ -136,10 +147,11 @@ def index_select(x: ir.IRNode, dim: int, index: ir.IRNode) -> ir.IRNode:
     load_x, load_i = x.make_loader(), index.make_loader()
     size = list(x.get_size())
     size[dim] = index.get_size()[0] if index.get_size() else S.One
+    bound = _bound(x.get_size()[dim], dim, load_i, index.get_size(), IndexError)
 
     def inner(idx: Sequence) -> Any:
         src = list(idx)
-        src[dim] = ops.indirect_indexing(load_i([idx[dim]] if index.get_size() else []), x.get_size()[dim])
+        src[dim] = ops.indirect_indexing(load_i([idx[dim]] if index.get_size() else []), bound)
         return load_x(src)
     return ir.Pointwise(size, x.get_dtype(), inner)
 
@@ -150,10 +162,10 @@ def embedding(weight: ir.IRNode, indices: ir.IRNode, padding_idx: int = -1,
     _check_index_dtype(indices)
     load_w, load_i = weight.make_loader(), indices.make_loader()
     k = len(indices.get_size())
-    rows = weight.get_size()[0]
+    bound = _bound(weight.get_size()[0], 0, load_i, indices.get_size(), IndexError)
 
     def inner(idx: Sequence) -> Any:
-        row = ops.indirect_indexing(load_i(idx[:k]), rows)
+        row = ops.indirect_indexing(load_i(idx[:k]), bound)
         return load_w([row, idx[k]])
     return ir.Pointwise(list(indices.get_size()) + [weight.get_size()[1]], weight.get_dtype(), inner)
 
@@ -176,12 +188,14 @@ def index(x: ir.IRNode, indices: Sequence[Any]) -> ir.IRNode:
     out_size = size[:first] + list(bshape) + size[positions[-1] + 1:]
     load_x = x.make_loader()
     nb = len(bshape)
+    bounds = [_bound(size[pos], pos, loaders[k], bshape, IndexError, wrap_negative=True)
+              for k, pos in enumerate(positions)]
 
     def inner(idx: Sequence) -> Any:
         bidx = list(idx[first:first + nb])
         src = list(idx[:first])
         for k, pos in enumerate(positions):
-            src.append(ops.indirect_indexing(loaders[k](bidx), size[pos]))
+            src.append(ops.indirect_indexing(loaders[k](bidx), bounds[k]))
         src += list(idx[first + nb:])
         return load_x(src)
     return ir.Pointwise(out_size, x.get_dtype(), inner)
