@@ -30,12 +30,12 @@ def _in_range(i: Any, lo: Any, hi: Any) -> Any:
     expressions of the size symbols."""
     mask = None
     if sympy.sympify(lo).is_positive is not False:
-        mask = ops.ge(ops.index_expr(i, torch.int64), _bound(lo))
-    mask = _and(mask, ops.lt(ops.index_expr(i, torch.int64), _bound(hi)))
+        mask = ops.ge(ops.index_expr(i, torch.int64), _size_value(lo))
+    mask = _and(mask, ops.lt(ops.index_expr(i, torch.int64), _size_value(hi)))
     return mask
 
 
-def _bound(value: Any) -> Any:
+def _size_value(value: Any) -> Any:
     value = sympy.sympify(value)
     return ops.constant(int(value), torch.int64) if value.is_Integer else ops.index_expr(value, torch.int64)
 
