@@ -1,7 +1,8 @@
 """Python operators over symbolic values: arithmetic, comparison, indexing, iteration, truth.
 
 Constants are computed for real; anything touching a tensor becomes a graph node through the
-``operator`` function that Python itself would call (``operator.add``, ``operator.getitem``...).
+``operator`` function that Python itself would call (``operator.add``, ``operator.getitem``...),
+and so does arithmetic on symbolic sizes (:mod:`.symbolic`).
 Containers of symbolic values are handled structurally.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..errors import Unsupported
 from . import objects
 from .exceptions import evaluate, throw
 from .objects import ObjectVar
+from .symbolic import SliceVar, SymVar, is_operand, record
 from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
@@ -33,25 +35,32 @@ class NotConstant(Exception):
     pass
 
 
-def python_value(var: Var) -> Any:
-    """The Python value of a fully constant Var; raises NotConstant otherwise."""
+def python_value(var: Var, specialize: bool = True) -> Any:
+    """The Python value of a fully constant Var; raises NotConstant otherwise. A symbolic size
+    is specialised to its value (the ShapeEnv guards it), unless ``specialize`` is False."""
     if isinstance(var, ConstVar):
         return var.value
+    if isinstance(var, SymVar):
+        if not specialize:
+            raise NotConstant("a symbolic size")
+        return var.concrete()
+    if isinstance(var, SliceVar):
+        return slice(*(python_value(v, specialize) for v in (var.start, var.stop, var.step)))
     if isinstance(var, TupleVar):
-        items = [python_value(v) for v in var.items]
+        items = [python_value(v, specialize) for v in var.items]
         if var.tuple_type is tuple:
             return tuple(items)
         if hasattr(var.tuple_type, "_fields"):
             return var.tuple_type(*items)
         return var.tuple_type(items)
     if isinstance(var, ListVar):
-        return [python_value(v) for v in var.items]
+        return [python_value(v, specialize) for v in var.items]
     if isinstance(var, DictVar):
-        return {k: python_value(v) for k, v in var.items.items()}
+        return {k: python_value(v, specialize) for k, v in var.items.items()}
     if isinstance(var, SetVar):
         return set(var.items)
     if isinstance(var, BoundMethodVar):
-        return types.MethodType(python_value(var.func), python_value(var.self_var))
+        return types.MethodType(python_value(var.func, specialize), python_value(var.self_var, specialize))
     raise NotConstant(type(var).__name__)
 
 
@@ -80,7 +89,7 @@ def lift(value: Any) -> Var:
 
 
 def _fold(frame: "Frame", fn: Any, *vars: Var) -> Var:
-    values = [python_value(v) for v in vars]
+    values = [python_value(v, specialize=False) for v in vars]  # a try: sizes stay symbolic
     try:
         return lift(fn(*values))
     except Exception as exc:
@@ -104,9 +113,11 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         # Python's protocol: `a += b` without `type(a).__iadd__` is `a = a + b` (`total = 0; total += t`)
         return binary(frame, symbol[:-1], a, b)
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
-        if symbol.endswith("=") and isinstance(a, ConstVar) and isinstance(a.value, (int, float, complex)):
+        if symbol.endswith("=") and isinstance(a, (ConstVar, SymVar)) and a.python_type() in (int, float, complex):
             op = BINARY_OPS[symbol[:-1]]  # `n += t`: a number has no in-place form, Python does `n + t`
         return frame.state.graph.call("call_function", op, (a, b), {})
+    if (isinstance(a, SymVar) or isinstance(b, SymVar)) and is_operand(a) and is_operand(b):
+        return record(frame, op, [a, b])
     # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
     if symbol in _SET_INPLACE and (isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):
         evaluate(op, mutable_set(frame, a).items, as_const(frame, b, "a set operand"))
@@ -131,6 +142,11 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         return (ListVar if isinstance(a, ListVar) else TupleVar)(list(left) + list(right))
     if base == "*" and left is not None and isinstance(b, ConstVar) and isinstance(b.value, int):
         return (ListVar if isinstance(a, ListVar) else TupleVar)(list(left) * b.value)
+    if isinstance(a, SymVar) or isinstance(b, SymVar):  # `"v%d" % n`, `[0] * n`: n's value is needed
+        try:
+            return _fold(frame, op, *(ConstVar(python_value(v)) if isinstance(v, SymVar) else v for v in (a, b)))
+        except NotConstant:
+            pass
     frame.fail(f"operator {symbol!r} on {_kind(a)} and {_kind(b)} is not supported")
     raise AssertionError
 
@@ -158,6 +174,8 @@ def unary(frame: "Frame", name: str, a: Var) -> Var:
     op = _UNARY[name]
     if isinstance(a, TensorVar):
         return frame.state.graph.call("call_function", op, (a,), {})
+    if isinstance(a, SymVar):
+        return record(frame, op, [a])
     try:
         return _fold(frame, op, a)
     except NotConstant:
@@ -169,6 +187,8 @@ def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
     op = COMPARE_OPS[symbol]
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return frame.state.graph.call("call_function", op, (a, b), {})
+    if (isinstance(a, SymVar) or isinstance(b, SymVar)) and is_operand(a) and is_operand(b):
+        return record(frame, op, [a, b])
     try:
         return _fold(frame, op, a, b)
     except NotConstant:
@@ -224,6 +244,8 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
 def truthy(frame: "Frame", var: Var) -> bool:
     if isinstance(var, ConstVar):
         return bool(var.value)
+    if isinstance(var, SymVar):  # a branch on sizes: the ShapeEnv guards the relation
+        return bool(var.value)
     if isinstance(var, (TupleVar, ListVar, DictVar, SetVar)):
         return len(var.items) > 0
     if isinstance(var, TensorVar):
@@ -245,6 +267,8 @@ def truthy(frame: "Frame", var: Var) -> bool:
 
 
 def make_slice(frame: "Frame", start: Var, stop: Var, step: Var) -> Var:
+    if any(isinstance(v, SymVar) for v in (start, stop, step)):
+        return SliceVar(start, stop, step)
     parts = [as_const(frame, v, "a slice bound") for v in (start, stop, step)]
     return ConstVar(slice(*parts))
 
