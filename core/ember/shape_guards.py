@@ -11,12 +11,15 @@ backend added while tracing are included.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING, Any
 
+import sympy
 import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
+from .capture.sources import Constants, Source
 from .capture.symbolic import InputToken
 from .guards import Check, GuardSet
 
@@ -24,6 +27,24 @@ if TYPE_CHECKING:
     from .capture.graph import GraphBuilder
 
 _TOKEN = re.compile(r"___in(\d+)___")
+_READ = re.compile(r"___in(\d+)___(?:\.(size|stride)\(\)\[(\d+)\]|\.(storage_offset)\(\))?")
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorPropertySource(Source):
+    """``base.size()[i]``, ``base.stride()[i]`` or ``base.storage_offset()``: a guard local."""
+
+    base: Source
+    prop: str
+    index: int = 0
+
+    def apply(self, base_expr: str, consts: Constants) -> str:
+        if self.prop == "storage_offset":
+            return f"{base_expr}.storage_offset()"
+        return f"{base_expr}.{self.prop}()[{self.index}]"
+
+    def describe(self) -> str:
+        return self.apply(self.base.describe(), Constants())
 
 
 def _symbol_names(inputs: list[tuple[Any, Any]]) -> dict[str, str]:
@@ -35,7 +56,8 @@ def _symbol_names(inputs: list[tuple[Any, Any]]) -> dict[str, str]:
         sizes = [(token, value)] if isinstance(value, torch.SymInt) else \
             [(f"{token}.size()[{dim}]", size) for dim, size in enumerate(value.shape)]
         for printed, size in sizes:
-            symbol = str(size.node.expr) if isinstance(size, torch.SymInt) else None
+            expr = size.node.expr if isinstance(size, torch.SymInt) else None
+            symbol = str(expr) if isinstance(expr, sympy.Symbol) else None  # not a specialised one
             if symbol is not None and symbol not in names.values():  # where the symbol is bound
                 names[printed] = symbol
     return names
@@ -76,17 +98,25 @@ def add_shape_guards(guards: GuardSet, graph: "GraphBuilder") -> None:
         for name in SYMPY_INTERP:
             if re.search(rf"\b{re.escape(name)}\b", relation):
                 guards.consts.values[name] = SYMPY_INTERP[name]
-        used = sorted({int(i) for i in _TOKEN.findall(relation)})
-        slot = {index: position for position, index in enumerate(used)}
-        template = _TOKEN.sub(lambda m: "{" + str(slot[int(m.group(1))]) + "}",
-                              relation.replace("{", "{{").replace("}", "}}"))
+        # each size read once per guard call: a local of the guard, shared by every relation
+        sources: list[Source] = []
+
+        def slot(match: re.Match) -> str:
+            base = inputs[int(match.group(1))][0]
+            prop = match.group(2) or match.group(4)
+            source = base if prop is None else TensorPropertySource(base, prop, int(match.group(3) or 0))
+            if source not in sources:
+                sources.append(source)
+            return "{" + str(sources.index(source)) + "}"
+
+        template = _READ.sub(slot, relation.replace("{", "{{").replace("}", "}}"))
         readable = _TOKEN.sub(lambda m: inputs[int(m.group(1))][0].describe(), relation)
         symbolic = relation
         for printed, symbol in sorted(symbols.items(), key=lambda kv: -len(kv[0])):
             symbolic = symbolic.replace(printed, symbol)
         symbolic = _TOKEN.sub(lambda m: inputs[int(m.group(1))][0].describe(), symbolic)
-        guards.checks.append(Check(template, tuple(inputs[i][0] for i in used),
-                                   f"shape relation {readable}  [{symbolic}]"))
+        shown = f"shape relation {readable}" + (f"  [{symbolic}]" if symbolic != readable else "")
+        guards.checks.append(Check(template, tuple(sources), shown))
 
 
 __all__ = ["add_shape_guards"]

@@ -9,7 +9,7 @@ Policy (``ember.compile(dynamic=...)``, as torch.compile's):
 ``mark_dynamic(t, dim)`` / ``mark_static(t, dim)`` override the policy for one tensor. Sizes 0
 and 1 are always specialised (the ShapeEnv does it), so broadcasting stays decided at capture.
 
-Ints are made symbolic only when read from the frame's arguments or the items of containers
+Parameters and buffers keep static sizes (unless marked). Ints are made symbolic only when read from the frame's arguments or the items of containers
 passed as arguments (a step counter, a length); ints read from attributes (a module's config)
 stay constants, as torch.compile does.
 
@@ -27,7 +27,7 @@ import torch
 import torch.fx
 
 from . import config
-from .capture.sources import ItemSource, LocalSource, Source
+from .capture.sources import DictEntrySource, ItemSource, LocalSource, Source
 from .capture.symbolic import has_symbolic
 
 log = logging.getLogger("ember.dynamic")
@@ -64,6 +64,12 @@ def _from_arguments(source: Source) -> bool:
     return isinstance(source, LocalSource)
 
 
+def _of_module(source: Source, t: torch.Tensor) -> bool:
+    """Parameters and buffers (read from a module's tables) keep static sizes, as torch.compile's
+    ``force_parameter_static_shapes``: their sizes do not vary and kernels want them fixed."""
+    return isinstance(t, torch.nn.Parameter) or isinstance(source, DictEntrySource)
+
+
 class ShapePolicy:
     """The policy of one compiled function, with what its captures saw (automatic dynamic)."""
 
@@ -84,10 +90,10 @@ class ShapePolicy:
             if not changed <= self._dims.get(key, set()):
                 log.info("automatic dynamic: %s dims %s changed (%s -> %s)", key, sorted(changed), seen, sizes)
             self._dims.setdefault(key, set()).update(changed)
-        if self.dynamic is True:
-            dims = set(range(t.dim()))
-        elif self.dynamic is False:
+        if self.dynamic is False or _of_module(source, t):
             dims = set()
+        elif self.dynamic is True:
+            dims = set(range(t.dim()))
         else:
             dims = set(self._dims.get(key, ()))
         dims |= set(getattr(t, _DYNAMIC_ATTR, ()))

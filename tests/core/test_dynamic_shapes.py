@@ -205,3 +205,19 @@ def test_a_symbolic_size_returned_and_across_a_graph_break(counting):
     for m in (3, 6):
         out, n = compiled(torch.randn(m))
         assert n == 2 * m and type(n) is int and out.shape == (2 * m,)
+
+
+def test_python_uses_of_sizes_stay_right(counting):
+    def fn(x, y):
+        same = 1 if x.shape == y.shape else 2  # relations between sizes, guarded
+        fixed = 1 if x.shape == (3, 4) else 2  # a size compared with a constant: specialised
+        listed = 1 if x.shape[0] in (3, 5) else 2
+        return x * same + fixed + listed * min(x.size(0), y.size(0)), "n%d" % x.size(0)
+
+    compiled = ember.compile(fn, backend="test_dynamic_counting", dynamic=True)
+    with no_fallback():
+        for sx, sy in [((3, 4), (3, 4)), ((5, 4), (5, 4)), ((5, 4), (6, 4)), ((3, 4), (3, 4)), ((9, 4), (8, 4))]:
+            x, y = torch.randn(sx), torch.randn(sy)
+            (out, name), (expected, expected_name) = compiled(x, y), fn(x, y)
+            torch.testing.assert_close(out, expected)
+            assert name == expected_name

@@ -17,7 +17,7 @@ import torch
 from . import objects, user_objects
 from .builder import wrap
 from .sources import AttrSource, DictEntrySource
-from .symbolic import has_symbolic
+from .symbolic import constant_of, has_symbolic
 from .torch_ops import UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
 from .values import (
     BoundMethodVar, ConstVar, DictVar, FunctionVar, ListVar, SetVar, TensorVar, TupleVar, Var,
@@ -113,7 +113,7 @@ def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
             return frame.state.graph.call("call_method", "size", (obj,), {})
         if has_symbolic(value):  # nbytes of a dynamic tensor: specialised (and guarded)
             value = int(value)
-        return ConstVar(value)
+        return ConstVar(constant_of(value))
     if name in _TENSOR_VIEW_ATTRS:
         import operator  # noqa: F401  (getattr node)
 

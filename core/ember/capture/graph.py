@@ -21,7 +21,7 @@ from ..errors import Unsupported
 from . import global_state
 from .eager_checks import CheckedFakeTensorMode
 from .sources import Source
-from .symbolic import InputToken, SliceVar, SymVar, has_symbolic, wrap_value
+from .symbolic import InputToken, SliceVar, SymVar, constant_of, has_symbolic, wrap_value
 from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
 
 _FAKE_ERRORS: tuple[type[BaseException], ...]
@@ -151,7 +151,7 @@ class GraphBuilder:
         if not _has_tensor(result) and not mutated and not symbolic:
             if not fakes_in and not _is_query(target) and not _has_sym_arg(args, kwargs):
                 raise Unsupported(f"{_target_name(target)} may change torch's global state")
-            return ConstVar(result)  # metadata of guarded inputs, e.g. x.size()
+            return ConstVar(constant_of(result))  # metadata of guarded inputs, e.g. x.size()
         node_args = tuple(to_arg(a) for a in args)
         node_kwargs = {k: to_arg(v) for k, v in kwargs.items()}
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
@@ -177,7 +177,7 @@ class GraphBuilder:
                 elif has_symbolic(item):
                     items.append(wrap_value(self.graph, self.graph.call_function(operator.getitem, (node, i)), item))
                 else:
-                    items.append(ConstVar(item))
+                    items.append(ConstVar(constant_of(item)))
             if isinstance(result, list):
                 return ListVar(items)
             return TupleVar(items, tuple_type=type(result))

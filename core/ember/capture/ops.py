@@ -193,6 +193,13 @@ def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         return _fold(frame, op, a, b)
     except NotConstant:
         pass
+    left, right = _sequence_items(a), _sequence_items(b)
+    if left is not None and right is not None and _has_sym(left + right):  # `x.shape == y.shape`
+        if symbol in ("==", "!="):  # item by item: each relation between sizes is guarded
+            equal = len(left) == len(right) and all(
+                truthy(frame, compare(frame, "==", p, q)) for p, q in zip(left, right))
+            return ConstVar(equal == (symbol == "=="))
+        return _fold(frame, op, *(lift(python_value(v)) for v in (a, b)))  # sizes specialised
     if symbol in ("==", "!=") and type(a) is not type(b):
         return ConstVar((symbol == "!="))
     if symbol in ("==", "!="):
@@ -201,6 +208,10 @@ def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
             return ConstVar(symbol == "==")
     frame.fail(f"comparison {symbol!r} between {_kind(a)} and {_kind(b)} is not supported")
     raise AssertionError
+
+
+def _has_sym(items: list[Var]) -> bool:
+    return any(isinstance(v, SymVar) or isinstance(v, (TupleVar, ListVar)) and _has_sym(v.items) for v in items)
 
 
 def is_same(frame: "Frame", a: Var, b: Var) -> bool:

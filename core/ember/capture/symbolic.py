@@ -93,9 +93,14 @@ def has_symbolic(value: Any) -> bool:
 
 
 def constant_of(value: Any) -> Any:
-    """A SymInt/SymFloat/SymBool without free symbols as a plain Python value."""
+    """A SymInt/SymFloat/SymBool without free symbols (a size the ShapeEnv specialised) as a
+    plain Python value, also inside a tuple, list or torch.Size."""
     if isinstance(value, SYM_TYPES):
         return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(value)](value)
+    if isinstance(value, (tuple, list)) and any(isinstance(v, (*SYM_TYPES, tuple, list)) for v in value):
+        items = [constant_of(v) for v in value]
+        if isinstance(value, torch.Size) or type(value) in (tuple, list):
+            return type(value)(items)
     return value
 
 
@@ -116,7 +121,7 @@ def wrap_value(graph: torch.fx.Graph, node: torch.fx.Node, value: Any) -> Var:
         if isinstance(value, list):
             return ListVar(items)
         return TupleVar(items, tuple_type=torch.Size if isinstance(value, torch.Size) else tuple)
-    return ConstVar(constant_of(value) if not isinstance(value, (tuple, list)) else value)
+    return ConstVar(constant_of(value))
 
 
 def _operand(var: Var) -> Any:
