@@ -7,8 +7,10 @@ also gather the graph inputs), and one runner call around the backend's callable
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any, Callable
 
+from .tracebacks import pass_through, register_runner, relocate
 
 
 def _exec(src: str, name: str, namespace: dict[str, Any]) -> Callable:
@@ -29,7 +31,16 @@ def _positional_names(fn: Callable) -> list[str] | None:
 
 
 def make_binder(fn: Callable) -> Callable[..., dict]:
-    """``bind(*args, **kwargs) -> {param: value}`` with ``fn``'s own signature and defaults."""
+    """``bind(*args, **kwargs) -> {param: value}`` with ``fn``'s own signature and defaults; a
+    call that does not fit raises the TypeError Python would, naming ``fn``."""
+    binder = _make_binder(fn)
+    binder.__code__ = binder.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
+    binder.__name__, binder.__qualname__ = fn.__name__, fn.__qualname__
+    pass_through(binder)
+    return binder
+
+
+def _make_binder(fn: Callable) -> Callable[..., dict]:
     names = _positional_names(fn)
     if names is not None:
         return _exec("def ___bind(*a):\n    return dict(zip(___names, a))\n", "___bind", {"___names": names})
@@ -64,7 +75,13 @@ def make_binder(fn: Callable) -> Callable[..., dict]:
 
 
 def make_eager_caller(fn: Callable) -> Callable[[dict], Any]:
-    """``call(L)``: call ``fn`` with the arguments a binder produced."""
+    """``call(L)``: call ``fn`` with the arguments a binder produced (left out of tracebacks)."""
+    caller = _make_eager_caller(fn)
+    pass_through(caller)
+    return caller
+
+
+def _make_eager_caller(fn: Callable) -> Callable[[dict], Any]:
     names = _positional_names(fn)
     if names is not None:
         return _exec("def ___call_eager(L):\n    return ___fn(*L.values())\n", "___call_eager", {"___fn": fn})
@@ -87,14 +104,23 @@ def make_runner(
     compiled: Callable | None,
     tail: list[str],
     namespace: dict[str, Any],
+    user_code: types.CodeType,
+    break_line: int | None = None,
 ) -> Callable[[dict, tuple], Any]:
     """``run(L, inputs)``: call the compiled graph on the inputs the guard gathered, then
     ``tail`` (which rebuilds the result, or performs a graph break's native step and calls a
-    resume function)."""
+    resume function). Its frame reads as ``user_code``'s function: the graph's call at the
+    function's first line, the rest at the line of the break (see tracebacks.py)."""
     namespace = dict(namespace)
     lines = ["def ___run(L, ___inputs):"]
     if compiled is not None:
         namespace["___compiled"] = compiled
         lines.append("    ___o = ___compiled(*___inputs)")
+    graph_lines = len(lines)
     lines.extend(tail)
-    return _exec("\n".join(lines) + "\n", "___run", namespace)
+    runner = _exec("\n".join(lines) + "\n", "___run", namespace)
+    first, rest = user_code.co_firstlineno, break_line or user_code.co_firstlineno
+    runner.__code__ = relocate(runner.__code__, user_code.co_filename, user_code.co_name,
+                               user_code.co_qualname, lambda n: first if n <= graph_lines else rest)
+    register_runner(runner.__code__, user_code)
+    return runner

@@ -29,6 +29,7 @@ from .codegen import make_binder, make_eager_caller, make_runner
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 from .shape_guards import add_shape_guards
 from .shapes import PerShapeCache, ShapePolicy, is_dynamic
+from .tracebacks import pass_through, register_resume, shown_as_user_code
 
 log_recompiles = logging.getLogger("ember.recompiles")
 log_breaks = logging.getLogger("ember.graph_breaks")
@@ -167,7 +168,9 @@ class CompiledFunction:
                 for request in cap.resumes:
                     namespace[request.const_name] = self.resume_function(request)
             what = "runner"
-            runner = make_runner(compiled, cap.tail, namespace)
+            break_stack = getattr(cap.break_exc, "user_stack", None)  # innermost frame first
+            break_line = break_stack[-1][1] if break_stack else None
+            runner = make_runner(compiled, cap.tail, namespace, self.fn.__code__, break_line)
             what = "guard"
             guard, reasons = cap.guards.compile(cap.input_sources)
         except Exception as exc:
@@ -194,6 +197,7 @@ class CompiledFunction:
         if wrapper is None:
             fn = make_resume_function(self.fn, request.offset, request.layout, request.local_names,
                                       request.opaque_locals)
+            register_resume(fn.__code__)
             child = CompiledFunction(fn, self.backend, fullgraph=False, dynamic=self.policy.dynamic)
             child.parent = self
             wrapper = self.resumes[key] = make_wrapper(child)
@@ -328,22 +332,28 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
 
     if has_self:
         def compiled_method(*args: Any, **kwargs: Any) -> Any:
-            L = bind(bound_self, *args, **kwargs)
-            for entry in entries:
-                inputs = entry.guard(L)
-                if inputs is not None:
-                    return entry.run(L, inputs)
-            return miss(L)
+            try:
+                L = bind(bound_self, *args, **kwargs)
+                for entry in entries:
+                    inputs = entry.guard(L)
+                    if inputs is not None:
+                        return entry.run(L, inputs)
+                return miss(L)
+            except Exception as exc:
+                raise shown_as_user_code(exc)  # the user's files and lines, see tracebacks.py
 
         wrapper = compiled_method
     else:
         def compiled_function(*args: Any, **kwargs: Any) -> Any:
-            L = bind(*args, **kwargs)
-            for entry in entries:
-                inputs = entry.guard(L)
-                if inputs is not None:
-                    return entry.run(L, inputs)
-            return miss(L)
+            try:
+                L = bind(*args, **kwargs)
+                for entry in entries:
+                    inputs = entry.guard(L)
+                    if inputs is not None:
+                        return entry.run(L, inputs)
+                return miss(L)
+            except Exception as exc:
+                raise shown_as_user_code(exc)  # the user's files and lines, see tracebacks.py
 
         wrapper = compiled_function
     wrapper.__wrapped__ = cf.fn  # type: ignore[attr-defined]
@@ -351,6 +361,11 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(wrapper, attr, getattr(cf.fn, attr))
     return wrapper
+
+
+# frames that only pass a call along, left out of tracebacks
+pass_through(make_wrapper, CompiledFunction.miss, CompiledFunction._fallback_entry, _restore_grad_mode_on_error,
+             trampoline)
 
 
 def reset_all() -> None:

@@ -113,7 +113,7 @@ def _break_graph_code(monkeypatch):
 
 
 def _break_runner(monkeypatch):
-    def make_runner(compiled, tail, namespace):
+    def make_runner(compiled, tail, namespace, *where):
         exec(compile("def ___run(L, ___inputs):\n    return ___o[\n", "<ember ___run>", "exec"), {})
 
     monkeypatch.setattr(ember.compiled, "make_runner", make_runner)

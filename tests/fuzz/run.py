@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import signal
 import sys
 import time
 
@@ -43,6 +44,10 @@ def write_reproduction(folder: str, backend: str, outcome: Outcome, program, shr
     return path
 
 
+def _stop_by_signal(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100, help="programs to generate")
@@ -53,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--training", choices=("random", "yes", "no"), default="random")
     args = parser.parse_args(argv)
     backends = parse_backends(args.backends, args.n)
+    available = set(ember.list_backends(exclude_tags=()))
+    for name in [b for b in backends if b not in available]:
+        print(f"backend {name!r} is not available here: not run", flush=True)
+        del backends[name]
+    signal.signal(signal.SIGTERM, _stop_by_signal)  # `timeout` still gets the report
     training = {"random": None, "yes": True, "no": False}[args.training]
     counts = {b: collections.Counter() for b in backends}
     categories: collections.Counter = collections.Counter()

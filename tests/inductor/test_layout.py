@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ember_inductor.backend import trace_inference
+from ember_inductor.trace import trace_inference
 from ember_inductor.compile_fx import compile_aten_graph
 from ember_inductor.layout import channels_last_convolutions
 from helpers import assert_same

@@ -107,6 +107,11 @@ TOLERANCES: dict[tuple[str, str, str, str], dict] = {
     # summation order (fused reduction vs eager's) moves the result by ~1e-5 (measured against
     # float64: compiled 4.6e-5, eager 1.5e-5 absolute error).
     ("kron", "", "float32", "bwd"): {"rtol": 1e-5, "atol": 1e-4},
+    # The backward sums its Householder reflections in another order than eager's (CUDA: 3e-6
+    # relative from eager). Against float64 on the OpInfo samples (CPU), the largest error relative
+    # to the gradient's largest entry: compiled 8.9e-7, eager 2.9e-7 on the tall (6, 5) samples,
+    # 8.4e-6 both on the worst sample; torch's OpInfo has no float32 override (complex64: 1e-3).
+    ("linalg.householder_product", "", "float32", "bwd"): {"rtol": 1e-5, "atol": 1e-5},
 }
 
 

@@ -3,6 +3,28 @@
 :func:`capture` is the entry point used by the runtime on a cache miss. It returns a
 :class:`Capture`: the GraphModule (or None when there is no tensor work), the sources of its
 inputs, the guards, and the Python source of the expression that rebuilds the return value.
+
+The modules form layers, each importing only those below it (``tests/core/test_import_layers.py``
+asserts that no import, even inside a function, closes a circle):
+
+- leaves: ``values`` (the symbolic values), ``sources``, ``compat``, ``torch_ops`` (facts about
+  torch's API), ``skips``, ``global_state``, ``eager_checks``; then ``constants`` (a Var's Python
+  value and back), ``builder`` (wrapping real values), ``graph``, ``side_effects``, ``state``.
+- ``dispatch``: the call table. Each kind of value registers there what calling it does;
+  anything may call ``dispatch.call`` without importing the modules that handle the call.
+- one module per kind of value, owning its calls, attributes, iteration and rebuilding:
+  ``exceptions``, ``contexts`` (context managers), ``locks``, ``inline`` (Python functions: run
+  in a child frame made by the caller's ``type(frame)``), ``user_objects``, ``objects``
+  (objects built over fake tensors), ``supers`` (``super()``), ``hooks`` (module hooks),
+  ``containers`` (list/dict/set methods), ``attrs`` (attribute reads, tensor methods).
+- ``ops`` (operators, indexing, truth, iteration, dunder dispatch) and ``builtin_calls`` with
+  ``torch_helpers`` (Python's builtins and torch's helpers, in the ``BUILTIN_HANDLERS`` table).
+- ``calls``: calls of real values (torch ops, modules, classes, functions), registered for
+  ConstVar; ``frame``: decodes instructions and dispatches to the above; ``breaks``, ``resume``
+  and ``output`` plan graph breaks and write the code that rebuilds values after the graph.
+
+This module imports every module that registers handlers, so the tables are full before a
+capture runs.
 """
 from __future__ import annotations
 
@@ -17,6 +39,9 @@ import torch.fx
 
 from ..errors import GeneratedCodeFailed, Unsupported
 from . import contexts, global_state
+# the modules that register their values' behaviour in dispatch.CALL_HANDLERS and
+# builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
+from . import attrs, calls, containers, inline, objects, supers, torch_helpers  # noqa: F401
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes

@@ -16,9 +16,10 @@ import torch
 
 from . import objects, user_objects
 from .builder import wrap
+from .dispatch import handles_call
 from .sources import AttrSource, DictEntrySource
 from .symbolic import constant_of, has_symbolic
-from .torch_ops import UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
+from .torch_ops import GRAPH_BREAK_CALLS, UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
 from .values import (
     BoundMethodVar, ConstVar, DictVar, FunctionVar, ListVar, SetVar, TensorVar, TupleVar, Var,
 )
@@ -42,6 +43,13 @@ class TensorMethod(Var):
         self.name = name
 
 
+@handles_call(TensorMethod)
+def _call_tensor_method(frame: "Frame", fn: TensorMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    if fn.name in GRAPH_BREAK_CALLS:
+        frame.fail(f"Tensor.{fn.name}() runs autograd's engine (graph break)")
+    return frame.state.graph.call("call_method", fn.name, (fn.tensor, *args), kwargs)
+
+
 class ContainerMethod(Var):
     """``list.append``, ``dict.items``, ``set.add`` ... on a container, before it is called."""
 
@@ -51,7 +59,7 @@ class ContainerMethod(Var):
 
 
 def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
-    from .calls import SuperProxy, super_attr
+    from .supers import SuperProxy, super_attr
 
     if isinstance(obj, SuperProxy):
         return super_attr(frame, ConstVar(obj.cls), obj.self_var, name)
@@ -171,7 +179,7 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
     if not is_class and isinstance(instance_dict, dict) and name in instance_dict:
         return _wrap_attr(frame, obj, name, instance_dict[name])
     if isinstance(static, property) and not is_class:
-        from .calls import inline_call
+        from .inline import inline_call
 
         return inline_call(frame, ConstVar(static.fget), [obj], {})
     if isinstance(static, types.FunctionType):

@@ -55,19 +55,19 @@ def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
             frame.fail("len() of a 0-d tensor")
         return frame.state.graph.call("call_method", "size", (obj, ConstVar(0)), {})
     if isinstance(obj, ConstVar):
-        from .calls import call_dunder
+        from .ops import call_dunder
 
         result = call_dunder(frame, obj, "__len__", [])
         if result is not None:
             return result
         return ConstVar(len(obj.value))
     if isinstance(obj, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
-        from .calls import call_dunder
+        from .ops import call_dunder
 
         result = call_dunder(frame, obj, "__len__", [])
         return result if result is not None else ConstVar(evaluate(len, obj.shadow))
     if isinstance(obj, UserObjectVar):
-        from .calls import call_dunder
+        from .ops import call_dunder
 
         result = call_dunder(frame, obj, "__len__", [])
         if result is not None:
@@ -149,7 +149,7 @@ def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(map)
 def _map(frame: "Frame", args: list, kwargs: dict) -> Var:
-    from .calls import call
+    from .dispatch import call
 
     fn, *iterables = args
     columns = [iterate(frame, a) for a in iterables]
@@ -159,7 +159,7 @@ def _map(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(filter)
 def _filter(frame: "Frame", args: list, kwargs: dict) -> Var:
-    from .calls import call
+    from .dispatch import call
 
     fn, iterable = args
     items = iterate(frame, iterable)
@@ -367,7 +367,7 @@ def _print(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(super)
 def _super(frame: "Frame", args: list, kwargs: dict) -> Var:
-    from .calls import SuperProxy
+    from .supers import SuperProxy
 
     if args:
         cls = as_const(frame, args[0], "super's class")
@@ -393,7 +393,7 @@ def _op_getitem(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(functools.reduce)
 def _reduce(frame: "Frame", args: list, kwargs: dict) -> Var:
-    from .calls import call
+    from .dispatch import call
 
     fn, iterable = args[0], iterate(frame, args[1])
     acc = args[2] if len(args) > 2 else iterable.pop(0)

@@ -1,5 +1,7 @@
-"""Calls: torch ops become graph nodes, Python functions and module forwards are inlined,
-builtins and pure helpers on constants are evaluated, anything else is refused.
+"""Calls of real Python values (ConstVars): torch ops become graph nodes, Python functions and
+module forwards are inlined, builtins and pure helpers on constants are evaluated, anything else
+is refused. Registered in ``dispatch``'s call table, as bound methods and partials are; the
+other kinds of value register their own calls in their modules.
 """
 from __future__ import annotations
 
@@ -11,25 +13,21 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import contexts, hooks, locks, objects, skips, torch_helpers, user_objects  # noqa: F401 (torch_helpers registers handlers)
-from .attrs import ContainerMethod, TensorMethod
+from . import contexts, hooks, locks, objects, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
-from .exceptions import evaluate, is_plain_exception_class, run_ahead, throw
-from .ops import NotConstant, as_const, iterate, lift, mutable_dict, mutable_list, mutable_set, python_value
-from .state import MAX_INLINE_DEPTH
-from .torch_ops import COMPILING_QUERIES, GRAPH_BREAK_CALLS, is_graph_callable, is_pure_function, module_is_trusted
-from .values import (
-    BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, PartialVar, SetVar, TensorVar,
-    TupleVar, Var, contains_tensor,
-)
+from .constants import NotConstant, lift, python_value
+from .dispatch import call, handles_call
+from .exceptions import evaluate, is_plain_exception_class
+from .inline import inline_call
+from .torch_ops import COMPILING_QUERIES, is_graph_callable, is_pure_function
+from .values import BoundMethodVar, ConstVar, PartialVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
 
-__all__ = ["call", "call_dunder", "inline_call", "module_is_trusted", "super_attr"]
+__all__ = ["call_module", "call_value", "has_hooks"]
 
 _TensorBase = torch._C.TensorBase
-_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _MODULE_CALL = torch.nn.Module.__call__
 
 
@@ -39,32 +37,22 @@ def _name(value: Any) -> str:
     return f"{module}.{qual}" if module and module != "builtins" else qual
 
 
-def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
+@handles_call(BoundMethodVar)
+def _call_bound_method(frame: "Frame", fn: BoundMethodVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    if isinstance(fn.self_var, ConstVar) and isinstance(fn.func, ConstVar):
+        _refuse_optimizer_step(frame, fn.self_var.value, fn.func.value)
+    return call(frame, fn.func, [fn.self_var, *args], kwargs)
+
+
+@handles_call(PartialVar)
+def _call_partial(frame: "Frame", fn: PartialVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    return call(frame, fn.func, [*fn.args, *args], {**fn.kwargs, **kwargs})
+
+
+@handles_call(ConstVar)
+def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """A call of a real Python value: a torch op, a module, a builtin, a function, a class..."""
     graph = frame.state.graph
-    if isinstance(fn, TensorMethod):
-        if fn.name in GRAPH_BREAK_CALLS:
-            frame.fail(f"Tensor.{fn.name}() runs autograd's engine (graph break)")
-        return graph.call("call_method", fn.name, (fn.tensor, *args), kwargs)
-    if isinstance(fn, ContainerMethod):
-        return container_method(frame, fn, args, kwargs)
-    if isinstance(fn, (FunctionVar,)):
-        return inline_call(frame, fn, args, kwargs)
-    if isinstance(fn, BoundMethodVar):
-        if isinstance(fn.self_var, ConstVar) and isinstance(fn.func, ConstVar):
-            _refuse_optimizer_step(frame, fn.self_var.value, fn.func.value)
-        return call(frame, fn.func, [fn.self_var, *args], kwargs)
-    if isinstance(fn, objects.ShadowMethod):
-        return objects.call_method(frame, fn, args, kwargs)
-    if isinstance(fn, PartialVar):
-        return call(frame, fn.func, [*fn.args, *args], {**fn.kwargs, **kwargs})
-    if isinstance(fn, SuperProxy):
-        frame.fail("calling super() directly")
-    if isinstance(fn, contexts.ContextExit):
-        return contexts.exit_(frame, fn)
-    if isinstance(fn, contexts.Opaque):
-        frame.fail("calling a value made in Python at a graph break (a context manager's __exit__)")
-    if not isinstance(fn, ConstVar):
-        frame.fail(f"calling a {type(fn).__name__} is not supported")
     value = fn.value
     if isinstance(value, torch.nn.Module):
         return call_module(frame, fn, args, kwargs)
@@ -269,271 +257,3 @@ def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict
     return call_forward(args, kwargs)
 
 
-# -- inlining --------------------------------------------------------------------------------
-_SIGNATURES: dict[types.CodeType, inspect.Signature] = {}
-
-
-def _signature(code: types.CodeType) -> inspect.Signature:
-    sig = _SIGNATURES.get(code)
-    if sig is None:
-        cells = tuple(types.CellType() for _ in code.co_freevars)
-        dummy = types.FunctionType(code, {}, code.co_name, None, cells or None)
-        sig = inspect.signature(dummy)
-        if len(_SIGNATURES) > 4096:
-            _SIGNATURES.clear()
-        _SIGNATURES[code] = sig
-    return sig
-
-
-def _bind(frame: "Frame", code: types.CodeType, defaults: tuple, kwdefaults: dict,
-          args: list[Var], kwargs: dict[str, Var]) -> dict[str, Var]:
-    sig = _signature(code)
-    params = list(sig.parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    with_defaults = positional[len(positional) - len(defaults):] if defaults else []
-    new_params = []
-    for p in params:
-        if p in with_defaults:
-            p = p.replace(default=defaults[with_defaults.index(p)])
-        elif p.kind == p.KEYWORD_ONLY and p.name in kwdefaults:
-            p = p.replace(default=kwdefaults[p.name])
-        new_params.append(p)
-    sig = sig.replace(parameters=new_params)
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError as exc:
-        frame.fail(f"{code.co_name}() {exc}")
-    bound.apply_defaults()
-    result: dict[str, Var] = {}
-    for name, value in bound.arguments.items():
-        if name not in code.co_varnames and name.startswith("implicit"):
-            name = "." + name[len("implicit"):]  # inspect renames comprehension arguments
-        sig_name = name if name in sig.parameters else "implicit" + name[1:]
-        kind = sig.parameters[sig_name].kind
-        if kind == inspect.Parameter.VAR_POSITIONAL:
-            value = TupleVar(list(value))
-        elif kind == inspect.Parameter.VAR_KEYWORD:
-            value = DictVar(dict(value))
-        result[name] = value if isinstance(value, Var) else lift(value)
-    return result
-
-
-def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    from .frame import Frame
-
-    if isinstance(fn, FunctionVar):
-        code, globals_dict = fn.code, fn.globals
-        defaults, kwdefaults = fn.defaults, fn.kwdefaults
-        closure = dict(zip(code.co_freevars, fn.closure))
-    else:
-        func = fn.value
-        code, globals_dict = func.__code__, func.__globals__
-        defaults = tuple(_default(frame, d) for d in (func.__defaults__ or ()))
-        kwdefaults = {k: _default(frame, v) for k, v in (func.__kwdefaults__ or {}).items()}
-        closure = dict(zip(code.co_freevars, func.__closure__ or ()))
-    is_generator = bool(code.co_flags & inspect.CO_GENERATOR)
-    if code.co_flags & _GENERATOR_FLAGS and not is_generator:
-        frame.fail(f"{code.co_name} is a coroutine (not supported)")
-    state = frame.state
-    if state.depth >= MAX_INLINE_DEPTH:
-        frame.fail("inlining is too deep (recursion?)")
-    bound = _bind(frame, code, defaults, kwdefaults, args, kwargs)
-    child = Frame(state, code, globals_dict, bound, closure)
-    if not is_generator:
-        return _run(child)
-    # run to completion now; the caller gets an iterator over what it yielded
-    child.yielded = []
-    with run_ahead(frame, f"generator {code.co_name}()"):
-        result = _run(child)
-    return IteratorVar(child.yielded, result=result)
-
-
-def _run(child: "Frame") -> Var:
-    state = child.state
-    state.depth += 1
-    try:
-        return child.run()
-    finally:
-        state.depth -= 1
-
-
-def _default(frame: "Frame", value: Any) -> Var:
-    if isinstance(value, torch.Tensor):
-        frame.fail("a tensor used as a default argument value")
-    return lift(value)
-
-
-# -- containers ------------------------------------------------------------------------------
-def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    obj, name = fn.container, fn.name
-    if isinstance(obj, ListVar):
-        return _list_method(frame, obj, name, args)
-    if isinstance(obj, DictVar):
-        return _dict_method(frame, obj, name, args, kwargs)
-    if isinstance(obj, (SetVar, ConstVar)):
-        return _set_method(frame, obj, name, args, kwargs)
-    if isinstance(obj, TupleVar) and hasattr(obj.tuple_type, "_fields") and name in ("_replace", "_asdict"):
-        return _namedtuple_method(frame, obj, name, args, kwargs)
-    if isinstance(obj, TupleVar) and name in ("index", "count"):
-        try:
-            values = tuple(python_value(v) for v in obj.items)
-            return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
-        except NotConstant:
-            frame.fail(f"tuple.{name} over tensors")
-    frame.fail(f"method {name!r} of a {type(obj).__name__} is not supported")
-    raise AssertionError
-
-
-def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Var:
-    if name in ("index", "count", "copy", "__len__"):
-        if name == "copy":
-            return ListVar(list(obj.items))
-        try:
-            values = [python_value(v) for v in obj.items]
-            return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
-        except NotConstant:
-            frame.fail(f"list.{name} over tensors")
-    items = mutable_list(frame, obj).items
-    if name == "append":
-        items.append(args[0])
-    elif name == "extend":
-        items.extend(iterate(frame, args[0]))
-    elif name == "insert":
-        items.insert(python_value(args[0]), args[1])
-    elif name == "pop":
-        return evaluate(items.pop, *(python_value(a) for a in args))
-    elif name == "reverse":
-        items.reverse()
-    elif name == "clear":
-        items.clear()
-    else:
-        frame.fail(f"list.{name} is not supported")
-    return ConstVar(None)
-
-
-def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    fields = obj.tuple_type._fields
-    if name == "_asdict":
-        return DictVar(dict(zip(fields, obj.items)))
-    unknown = set(kwargs) - set(fields)
-    if args or unknown:
-        throw(ValueError(f"Got unexpected field names: {sorted(unknown)!r}") if unknown else
-              TypeError("_replace() takes 1 positional argument"))
-    return TupleVar([kwargs.get(f, v) for f, v in zip(fields, obj.items)], tuple_type=obj.tuple_type)
-
-
-def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    items = obj.items
-    if kwargs and name != "update":
-        frame.fail(f"dict.{name} with keyword arguments")
-    if name == "items":
-        return ListVar([TupleVar([ConstVar(k), v]) for k, v in items.items()])
-    if name == "keys":
-        return ListVar([ConstVar(k) for k in items])
-    if name == "values":
-        return ListVar(list(items.values()))
-    if name == "get":
-        key = python_value(args[0])
-        return items.get(key, args[1] if len(args) > 1 else ConstVar(None))
-    if name == "copy":
-        return DictVar(dict(items), dict_type=obj.dict_type)
-    if name == "__contains__":
-        return ConstVar(python_value(args[0]) in items)
-    table = mutable_dict(frame, obj).items
-    if name == "update":
-        from .ops import dict_items
-
-        if args:
-            table.update(dict_items(frame, args[0]))
-        table.update(kwargs)
-        return ConstVar(None)
-    if name == "pop":
-        key = python_value(args[0])
-        if key in table:
-            return table.pop(key)
-        if len(args) > 1:
-            return args[1]
-        throw(KeyError(key))
-    if name == "setdefault":
-        return table.setdefault(python_value(args[0]), args[1] if len(args) > 1 else ConstVar(None))
-    if name == "clear":
-        table.clear()
-        return ConstVar(None)
-    frame.fail(f"dict.{name} is not supported")
-    raise AssertionError
-
-
-_SET_READS = {"union", "intersection", "difference", "symmetric_difference", "copy", "issubset", "issuperset",
-              "isdisjoint"}
-_SET_WRITES = {"add", "discard", "remove", "pop", "clear", "update", "intersection_update", "difference_update",
-               "symmetric_difference_update"}
-
-
-def _set_method(frame: "Frame", obj: Var, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    """A method of a set (a SetVar, or a set or frozenset from outside): evaluated on its elements."""
-    if kwargs or name not in _SET_READS | _SET_WRITES:
-        frame.fail(f"{type(python_value(obj)).__name__}.{name} is not supported")
-    values = [_set_argument(frame, a, name) for a in args]
-    if name in _SET_WRITES:
-        return lift(evaluate(getattr(mutable_set(frame, obj).items, name), *values))
-    result = evaluate(getattr(python_value(obj), name), *values)
-    return SetVar(result) if type(result) is set else lift(result)
-
-
-def _set_argument(frame: "Frame", var: Var, name: str) -> Any:
-    if isinstance(var, IteratorVar):  # a generator or map(): the method consumes its items
-        return [as_const(frame, v, f"an item given to set.{name}") for v in iterate(frame, var)]
-    return as_const(frame, var, f"an argument of set.{name}")
-
-
-# -- dunder dispatch and super() -------------------------------------------------------------
-def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | None:
-    """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
-    if isinstance(obj, user_objects.UserObjectVar):
-        cls = obj.cls
-    else:
-        cls = type(obj.shadow) if isinstance(obj, objects.ObjectVar) else type(obj.value)
-    method = inspect.getattr_static(cls, name, None)
-    if isinstance(method, types.FunctionType):
-        return inline_call(frame, ConstVar(method), [obj, *args], {})
-    return None
-
-
-class SuperProxy(Var):
-    """``super()`` inside a method, before its attribute is read (3.11 spelling)."""
-
-    def __init__(self, cls: type, self_var: Var) -> None:
-        self.cls = cls
-        self.self_var = self_var
-
-
-def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
-    cls = python_value(cls_var) if not isinstance(cls_var, CellVar) else python_value(cls_var.contents)
-    obj_type = self_var.value if isinstance(self_var, ConstVar) and isinstance(self_var.value, type) else None
-    if obj_type is None and isinstance(self_var, objects.ObjectVar):
-        obj_type = type(self_var.shadow)
-    if obj_type is None and isinstance(self_var, user_objects.UserObjectVar):
-        obj_type = self_var.cls
-    if obj_type is None:
-        obj_type = type(self_var.value) if isinstance(self_var, ConstVar) else None
-    if obj_type is None:
-        frame.fail("super() on a value that is not a Python object")
-    mro = obj_type.__mro__
-    for klass in mro[mro.index(cls) + 1:]:
-        if name in klass.__dict__:
-            attr = klass.__dict__[name]
-            if isinstance(attr, types.FunctionType):
-                return BoundMethodVar(ConstVar(attr), self_var)
-            if isinstance(attr, property):
-                return inline_call(frame, ConstVar(attr.fget), [self_var], {})
-            if isinstance(attr, classmethod):
-                return BoundMethodVar(ConstVar(attr.__func__), ConstVar(obj_type))
-            if isinstance(attr, staticmethod):
-                return ConstVar(attr.__func__)
-            if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
-                if isinstance(self_var, objects.ObjectVar):
-                    return objects.super_method(frame, self_var, attr)
-                return BoundMethodVar(ConstVar(attr), self_var)
-            return lift(attr) if not contains_tensor(lift(attr)) else frame.fail("super attribute tensor")
-    frame.fail(f"super() has no attribute {name!r}")
-    raise AssertionError

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .ops import as_const
+from .constants import as_const
+from .dispatch import handles_call
 from .values import ConstVar, Var
 
 if TYPE_CHECKING:
@@ -184,6 +185,17 @@ def enter(frame: "Frame", ctx: ModelledContext) -> tuple[Var, Var]:
 def exit_(frame: "Frame", exit_var: ContextExit) -> Var:
     exit_var.ctx.exit(frame, exit_var)
     return ConstVar(None)
+
+
+@handles_call(ContextExit)
+def _call_exit(frame: "Frame", fn: ContextExit, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    return exit_(frame, fn)
+
+
+@handles_call(Opaque)
+def _call_opaque(frame: "Frame", fn: Opaque, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    frame.fail("calling a value made in Python at a graph break (a context manager's __exit__)")
+    raise AssertionError
 
 
 def close_open_blocks(frame: "Frame", stack: list[Var]) -> None:

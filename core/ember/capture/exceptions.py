@@ -87,7 +87,7 @@ def raising(frame: "Frame", exc: Var, cause: Var | None) -> ConstVar:
 
 
 def _instance(frame: "Frame", var: Var, error: str) -> BaseException:
-    from .calls import call
+    from .dispatch import call
 
     if isinstance(var, ConstVar) and isinstance(var.value, type) and issubclass(var.value, BaseException):
         var = call(frame, var, [], {})
@@ -103,7 +103,7 @@ def _instance(frame: "Frame", var: Var, error: str) -> BaseException:
 
 def matches(frame: "Frame", exc: Var, classes: Var) -> bool:
     """``except classes:`` for the exception ``exc``."""
-    from .ops import as_const
+    from .constants import as_const
 
     spec = as_const(frame, classes, "the class of an except clause")
     for cls in spec if isinstance(spec, tuple) else (spec,):

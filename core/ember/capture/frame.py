@@ -19,12 +19,15 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported
-from . import calls, exceptions, ops
+from . import exceptions, ops
 from .attrs import load_attr, store_attr
 from .builder import wrap
 from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
+from .dispatch import call
 from .sources import LocalSource, cell_source, global_source
 from .state import CaptureState
+from .supers import super_attr
+from .torch_ops import module_is_trusted
 from .values import (
     NULL, BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar,
     SetVar, TupleVar, Var,
@@ -83,6 +86,14 @@ class Frame:
 
     # -- running --------------------------------------------------------------------------
     def run(self) -> Var:
+        frames = self.state.graph.frames  # where graph nodes are recorded (positions.py)
+        frames.append(self)
+        try:
+            return self._run()
+        finally:
+            frames.pop()
+
+    def _run(self) -> Var:
         state = self.state
         instrs = self.instrs
         while True:
@@ -238,7 +249,7 @@ class Frame:
         if name in self.globals:
             value = self.globals[name]
             import types as _t
-            if isinstance(value, _t.ModuleType) and calls.module_is_trusted(value):
+            if isinstance(value, _t.ModuleType) and module_is_trusted(value):
                 return ConstVar(value)
             return wrap(self.state, value, global_source(self.globals, name))
         builtins_ = self.globals.get("__builtins__", _BUILTINS)
@@ -316,7 +327,7 @@ class Frame:
         self_var = self.pop()
         cls_var = self.pop()
         self.pop()  # the global `super`
-        attr = calls.super_attr(self, cls_var, self_var, ins.argval)
+        attr = super_attr(self, cls_var, self_var, ins.argval)
         if ins.arg & 1:
             self.push(NULL)
         self.push(attr)
@@ -398,13 +409,13 @@ class Frame:
         elif name == "INTRINSIC_LIST_TO_TUPLE":
             self.push(TupleVar(list(value.items)))
         elif name == "INTRINSIC_STOPITERATION_ERROR":
-            # an exception leaving a generator, which calls.inline_call refuses whatever it is
+            # an exception leaving a generator, which inline.inline_call refuses whatever it is
             self.push(value)
         else:
             self.fail(f"intrinsic {name} is not supported")
 
     def GET_LEN(self, ins: Instr) -> None:
-        self.push(calls.call(self, ConstVar(len), [self.stack[-1]], {}))
+        self.push(call(self, ConstVar(len), [self.stack[-1]], {}))
 
     def FORMAT_VALUE(self, ins: Instr) -> None:
         spec = self.pop() if (ins.arg & 0x04) else ConstVar("")
@@ -557,7 +568,7 @@ class Frame:
         if kw_names:
             kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
             args = args[: len(args) - len(kw_names)]
-        self.push(calls.call(self, fn, args, kwargs))
+        self.push(call(self, fn, args, kwargs))
 
     def CALL_FUNCTION_EX(self, ins: Instr) -> None:
         kwargs_var = self.pop() if ins.arg & 1 else DictVar({})
@@ -567,7 +578,7 @@ class Frame:
             self.pop()
         args = ops.iterate(self, args_var)
         kwargs = dict(ops.dict_items(self, kwargs_var))
-        self.push(calls.call(self, fn, args, kwargs))
+        self.push(call(self, fn, args, kwargs))
 
     def MAKE_FUNCTION(self, ins: Instr) -> None:
         code_var = self.pop()
@@ -649,7 +660,7 @@ class Frame:
     def WITH_EXCEPT_START(self, ins: Instr) -> None:
         """``__exit__(type, value, traceback)`` of a with-block an exception leaves."""
         exc = self.stack[-1]
-        self.push(calls.call(self, self.stack[-4], [ConstVar(type(exc.value)), exc, ConstVar(None)], {}))
+        self.push(call(self, self.stack[-4], [ConstVar(type(exc.value)), exc, ConstVar(None)], {}))
 
     def LOAD_ASSERTION_ERROR(self, ins: Instr) -> None:
         self.push(ConstVar(AssertionError))

@@ -20,6 +20,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from ..errors import Unsupported
 from . import global_state
 from .eager_checks import CheckedFakeTensorMode
+from .positions import WalkedFrame, stack_trace
 from .sources import Source
 from .symbolic import InputToken, SliceVar, SymVar, constant_of, has_symbolic, wrap_value
 from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
@@ -58,6 +59,13 @@ class GraphBuilder:
         self._input_vars: dict[int, TensorVar] = {}
         self._last_placeholder: torch.fx.Node | None = None
         self._fake_vars: dict[int, TensorVar] = {}
+        #: the frames the interpreter is walking, outermost first (see positions.py)
+        self.frames: list[WalkedFrame] = []
+
+    def locate(self, node: torch.fx.Node) -> torch.fx.Node:
+        """Give ``node`` the user's stack at the instruction being interpreted."""
+        node.stack_trace = stack_trace(self.frames)
+        return node
 
     def var_of_fake(self, fake: torch.Tensor) -> TensorVar | None:
         """The graph value a fake tensor stands for (for objects built over fakes)."""
@@ -142,8 +150,16 @@ class GraphBuilder:
             raise
         except Exception as exc:
             raise Unsupported(f"{_target_name(target)} failed on fake tensors: {type(exc).__name__}: {exc}") from exc
-        mutated = _looks_inplace(kind, target, kwargs) or any(
-            _version(f) != v for f, v in zip(fakes_in, versions))
+        inplace = _looks_inplace(kind, target, kwargs)
+        written = [f for f, v in zip(fakes_in, versions) if _version(f) != v]
+        if inplace and args and isinstance(args[0], TensorVar):
+            written.append(args[0].fake)
+        mutated = inplace or bool(written)
+        if any(torch._debug_has_internal_overlap(f) == 1 for f in written):
+            # functionalization rewrites a write into a view as a scatter into its base, which for
+            # an expand view (stride 0) sums the copies: eager's write cannot be expressed
+            raise Unsupported(f"{_target_name(target)} writes into a tensor whose elements share memory "
+                              "(an expanded view)")
         if before is not None and global_state.snapshot() != before:
             before.restore()  # capture never changes the state the program runs in
             raise Unsupported(f"{_target_name(target)} changes torch's global state")
@@ -154,7 +170,7 @@ class GraphBuilder:
             return ConstVar(constant_of(result))  # metadata of guarded inputs, e.g. x.size()
         node_args = tuple(to_arg(a) for a in args)
         node_kwargs = {k: to_arg(v) for k, v in kwargs.items()}
-        node = self.graph.create_node(kind, target, node_args, node_kwargs)
+        node = self.locate(self.graph.create_node(kind, target, node_args, node_kwargs))
         if symbolic:
             return wrap_value(self.graph, node, result)
         if mutated:
@@ -173,6 +189,7 @@ class GraphBuilder:
             for i, item in enumerate(result):
                 if _has_tensor(item):
                     child = self.graph.call_function(operator.getitem, (node, i))
+                    child.stack_trace = node.stack_trace
                     items.append(self.wrap_result(child, item))
                 elif has_symbolic(item):
                     items.append(wrap_value(self.graph, self.graph.call_function(operator.getitem, (node, i)), item))

@@ -51,7 +51,7 @@ def _global(name: str) -> tuple[dict, Source]:
 def call_with_hooks(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict[str, Var],
                     forward: Forward) -> Var:
     """``mod_var(*args, **kwargs)`` through its forward pre-hooks, ``forward`` and forward hooks."""
-    from .calls import call
+    from .dispatch import call
 
     module = mod_var.value
     if has_backward_hooks(module):

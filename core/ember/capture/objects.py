@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .dispatch import handles_call
 from .user_objects import UserObjectVar
 from .values import BoundMethodVar, ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
 
@@ -102,7 +103,7 @@ def load_attr(frame: "Frame", obj: ObjectVar, name: str) -> Var:
     if isinstance(static, types.FunctionType):
         return BoundMethodVar(ConstVar(static), obj)
     if isinstance(static, property):
-        from .calls import inline_call
+        from .inline import inline_call
 
         return inline_call(frame, ConstVar(static.fget), [obj], {})
     try:
@@ -114,6 +115,7 @@ def load_attr(frame: "Frame", obj: ObjectVar, name: str) -> Var:
     return from_shadow(frame, value)
 
 
+@handles_call(ShadowMethod)
 def call_method(frame: "Frame", method: ShadowMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     name = getattr(method.method, "__name__", "")
     if name not in _READ_ONLY:

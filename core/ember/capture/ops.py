@@ -7,6 +7,7 @@ Containers of symbolic values are handled structurally.
 """
 from __future__ import annotations
 
+import inspect
 import operator
 import types
 from typing import TYPE_CHECKING, Any
@@ -14,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import objects
+from . import objects, user_objects
+from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .exceptions import evaluate, throw
+from .inline import inline_call
 from .objects import ObjectVar
 from .symbolic import SliceVar, SymVar, is_operand, record
 from .user_objects import UserObjectVar
@@ -29,63 +32,6 @@ if TYPE_CHECKING:
     from .frame import Frame
 
 _UNARY = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
-
-
-class NotConstant(Exception):
-    pass
-
-
-def python_value(var: Var, specialize: bool = True) -> Any:
-    """The Python value of a fully constant Var; raises NotConstant otherwise. A symbolic size
-    is specialised to its value (the ShapeEnv guards it), unless ``specialize`` is False."""
-    if isinstance(var, ConstVar):
-        return var.value
-    if isinstance(var, SymVar):
-        if not specialize:
-            raise NotConstant("a symbolic size")
-        return var.concrete()
-    if isinstance(var, SliceVar):
-        return slice(*(python_value(v, specialize) for v in (var.start, var.stop, var.step)))
-    if isinstance(var, TupleVar):
-        items = [python_value(v, specialize) for v in var.items]
-        if var.tuple_type is tuple:
-            return tuple(items)
-        if hasattr(var.tuple_type, "_fields"):
-            return var.tuple_type(*items)
-        return var.tuple_type(items)
-    if isinstance(var, ListVar):
-        return [python_value(v, specialize) for v in var.items]
-    if isinstance(var, DictVar):
-        return {k: python_value(v, specialize) for k, v in var.items.items()}
-    if isinstance(var, SetVar):
-        return set(var.items)
-    if isinstance(var, BoundMethodVar):
-        return types.MethodType(python_value(var.func, specialize), python_value(var.self_var, specialize))
-    raise NotConstant(type(var).__name__)
-
-
-def as_const(frame: "Frame", var: Var, what: str) -> Any:
-    try:
-        return python_value(var)
-    except NotConstant:
-        frame.fail(f"{what} needs a Python value, got a {_kind(var)}")
-
-
-def _kind(var: Var) -> str:
-    if isinstance(var, TensorVar):
-        return "tensor"
-    if isinstance(var, ConstVar):
-        return f"{type(var.value).__name__} value"
-    return type(var).__name__
-
-
-def lift(value: Any) -> Var:
-    """A Python value made during capture (no source) as a Var, containers structurally."""
-    if isinstance(value, list):
-        return ListVar([lift(v) for v in value])
-    if isinstance(value, tuple) and type(value) is tuple:
-        return TupleVar([lift(v) for v in value])
-    return ConstVar(value)
 
 
 def _fold(frame: "Frame", fn: Any, *vars: Var) -> Var:
@@ -147,7 +93,7 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
             return _fold(frame, op, *(ConstVar(python_value(v)) if isinstance(v, SymVar) else v for v in (a, b)))
         except NotConstant:
             pass
-    frame.fail(f"operator {symbol!r} on {_kind(a)} and {_kind(b)} is not supported")
+    frame.fail(f"operator {symbol!r} on {kind_name(a)} and {kind_name(b)} is not supported")
     raise AssertionError
 
 
@@ -179,7 +125,7 @@ def unary(frame: "Frame", name: str, a: Var) -> Var:
     try:
         return _fold(frame, op, a)
     except NotConstant:
-        frame.fail(f"unary {name} on a {_kind(a)} is not supported")
+        frame.fail(f"unary {name} on a {kind_name(a)} is not supported")
         raise
 
 
@@ -206,7 +152,7 @@ def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         same = a is b
         if same:
             return ConstVar(symbol == "==")
-    frame.fail(f"comparison {symbol!r} between {_kind(a)} and {_kind(b)} is not supported")
+    frame.fail(f"comparison {symbol!r} between {kind_name(a)} and {kind_name(b)} is not supported")
     raise AssertionError
 
 
@@ -266,14 +212,12 @@ def truthy(frame: "Frame", var: Var) -> bool:
     if isinstance(var, ObjectVar):
         return bool(var.shadow)
     if isinstance(var, UserObjectVar):
-        from .calls import call_dunder
-
         for name in ("__bool__", "__len__"):
             result = call_dunder(frame, var, name, [])
             if result is not None:
                 return bool(as_const(frame, result, f"{name}()"))
         return True
-    frame.fail(f"truth value of a {_kind(var)} is not supported")
+    frame.fail(f"truth value of a {kind_name(var)} is not supported")
     raise AssertionError
 
 
@@ -317,22 +261,16 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
             throw(KeyError(key))
         return obj.items[key]
     if isinstance(obj, UserObjectVar):
-        from .calls import call_dunder
-
         result = call_dunder(frame, obj, "__getitem__", [index])
         if result is None:
             frame.fail(f"{obj.cls.__name__} object is not subscriptable")
         return result
     if isinstance(obj, ObjectVar):
-        from .calls import call_dunder
-
         result = call_dunder(frame, obj, "__getitem__", [index])
         if result is not None:
             return result
         return objects.from_shadow(frame, obj.shadow[as_const(frame, index, "an index")])
     if isinstance(obj, ConstVar):
-        from .calls import call_dunder
-
         if isinstance(obj.value, (torch.nn.ModuleList, torch.nn.Sequential)) and obj.source is not None:
             key = as_const(frame, index, "a module index")
             if isinstance(key, slice):  # a slice of a module list: the modules themselves, in a list
@@ -356,7 +294,7 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
                 frame.fail(f"indexing raised {type(exc).__name__}: {exc}")
             return wrap(frame.state, item, ItemSource(obj.source, key))
         return _fold(frame, operator.getitem, obj, index)
-    frame.fail(f"indexing a {_kind(obj)} is not supported")
+    frame.fail(f"indexing a {kind_name(obj)} is not supported")
     raise AssertionError
 
 
@@ -375,7 +313,7 @@ def setitem(frame: "Frame", obj: Var, index: Var, value: Var) -> None:
     if isinstance(obj, DictVar):
         mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")] = value
         return
-    frame.fail(f"item assignment on a {_kind(obj)} is not supported")
+    frame.fail(f"item assignment on a {kind_name(obj)} is not supported")
 
 
 def delitem(frame: "Frame", obj: Var, index: Var) -> None:
@@ -384,12 +322,12 @@ def delitem(frame: "Frame", obj: Var, index: Var) -> None:
     elif isinstance(obj, DictVar):
         del mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")]
     else:
-        frame.fail(f"item deletion on a {_kind(obj)} is not supported")
+        frame.fail(f"item deletion on a {kind_name(obj)} is not supported")
 
 
 def mutable_list(frame: "Frame", var: Var) -> ListVar:
     if not isinstance(var, ListVar):
-        frame.fail(f"expected a list, got a {_kind(var)}")
+        frame.fail(f"expected a list, got a {kind_name(var)}")
     frame.state.remember(var)
     if var.source is not None:
         frame.state.side_effects.mutated(var)
@@ -405,7 +343,7 @@ def mutable_set(frame: "Frame", var: Var) -> SetVar:
 
 def mutable_dict(frame: "Frame", var: Var) -> DictVar:
     if not isinstance(var, DictVar):
-        frame.fail(f"expected a dict, got a {_kind(var)}")
+        frame.fail(f"expected a dict, got a {kind_name(var)}")
     frame.state.remember(var)
     if var.source is not None:
         frame.state.side_effects.mutated(var)
@@ -417,7 +355,7 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
         return list(var.items.items())
     if isinstance(var, ConstVar) and isinstance(var.value, dict):
         return [(k, lift(v)) for k, v in var.value.items()]
-    frame.fail(f"expected a mapping, got a {_kind(var)}")
+    frame.fail(f"expected a mapping, got a {kind_name(var)}")
     raise AssertionError
 
 
@@ -440,15 +378,11 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
         result = frame.state.graph.call("call_method", "unbind", (var, ConstVar(0)), {})
         return list(result.items)
     if isinstance(var, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
-        from .calls import call_dunder
-
         result = call_dunder(frame, var, "__iter__", [])
         if result is not None:
             return iterate(frame, result)
         return [objects.from_shadow(frame, item) for item in evaluate(list, var.shadow)]
     if isinstance(var, (ConstVar, UserObjectVar)):
-        from .calls import call_dunder
-
         result = call_dunder(frame, var, "__iter__", [])
         if result is not None:
             return iterate(frame, result)
@@ -462,13 +396,12 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
             if any(isinstance(i, torch.Tensor) for i in items):
                 frame.fail("iteration over a constant holding tensors")
             return [lift(i) for i in items]
-    frame.fail(f"iteration over a {_kind(var)} is not supported")
+    frame.fail(f"iteration over a {kind_name(var)} is not supported")
     raise AssertionError
 
 
 def _iterate_by_index(frame: "Frame", var: UserObjectVar) -> list[Var]:
     """The old sequence protocol: ``obj[0]``, ``obj[1]``... until ``__getitem__`` raises IndexError."""
-    from .calls import call_dunder
     from .exceptions import Raised
 
     items: list[Var] = []
@@ -492,8 +425,20 @@ def get_iter(frame: "Frame", var: Var) -> IteratorVar:
     return IteratorVar(iterate(frame, var))
 
 
+def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | None:
+    """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
+    if isinstance(obj, user_objects.UserObjectVar):
+        cls = obj.cls
+    else:
+        cls = type(obj.shadow) if isinstance(obj, objects.ObjectVar) else type(obj.value)
+    method = inspect.getattr_static(cls, name, None)
+    if isinstance(method, types.FunctionType):
+        return inline_call(frame, ConstVar(method), [obj, *args], {})
+    return None
+
+
 __all__ = [
-    "NULL", "as_const", "binary", "compare", "contains", "contains_tensor", "delitem",
+    "NULL", "as_const", "binary", "call_dunder", "compare", "contains", "contains_tensor", "delitem",
     "dict_items", "get_iter", "getitem", "is_same", "iterate", "lift", "make_slice",
     "mutable_dict", "mutable_list", "mutable_set", "python_value", "setitem", "truthy", "unary",
 ]

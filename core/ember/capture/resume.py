@@ -96,8 +96,9 @@ def make_resume_code(
     new = Bytecode(prefix + prologue + body)
     for attr in ("filename", "first_lineno", "freevars", "cellvars", "docstring"):
         setattr(new, attr, getattr(bc, attr))
-    new.name = f"__resume_{code.co_name}_at_{offset}"
-    new.qualname = new.name
+    # the user's name, file and lines: a traceback through it reads as the user's function
+    new.name = code.co_name
+    new.qualname = code.co_qualname
     new.argnames = [stack_arg(offset, i) for i, k in enumerate(layout) if takes_argument(k)] + list(local_names)
     new.argcount = len(new.argnames)
     new.posonlyargcount = 0
@@ -126,7 +127,7 @@ def make_resume_function(
     opaque_locals: Sequence[str] = (),
 ) -> types.FunctionType:
     code = make_resume_code(fn.__code__, offset, layout, local_names)
-    resume = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
+    resume = types.FunctionType(code, fn.__globals__, f"{code.co_name}_resume_at_{offset}", None, fn.__closure__)
     kinds = {stack_arg(offset, i): k for i, k in enumerate(layout) if k in (OPAQUE, EXC)}
     kinds.update((name, OPAQUE) for name in opaque_locals)
     setattr(resume, ARG_KINDS, kinds)

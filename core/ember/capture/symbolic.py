@@ -24,6 +24,7 @@ import torch.fx
 from torch._guards import GuardSource, Source as TorchSource
 from torch.fx.experimental.symbolic_shapes import free_symbols
 
+from ..errors import Unsupported
 from .values import ConstVar, ListVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -125,26 +126,20 @@ def wrap_value(graph: torch.fx.Graph, node: torch.fx.Node, value: Any) -> Var:
 
 
 def _operand(var: Var) -> Any:
-    from .ops import python_value
-
-    if isinstance(var, SymVar):
-        return var.value
-    return python_value(var)
+    return var.value  # a SymVar's SymInt, or a ConstVar's number (see is_operand)
 
 
 def _arg(var: Var) -> Any:
-    from .ops import python_value
-
-    return var.node if isinstance(var, SymVar) else python_value(var)
+    return var.node if isinstance(var, SymVar) else var.value
 
 
 def record(frame: "Frame", fn: Any, args: list[Var]) -> Var:
     """``fn(*args)`` on symbolic values (``operator.add``, ``torch.sym_max``...): computed on the
     SymInts, recorded as a node when the result is symbolic."""
-    from .exceptions import evaluate
-
-    values = [_operand(a) for a in args]
-    result = evaluate(fn, *values)
+    try:
+        result = fn(*(_operand(a) for a in args))
+    except Exception as exc:  # ``n // 0``: Python raises it where the program runs, eagerly
+        raise Unsupported(f"{getattr(fn, '__name__', fn)} on sizes raised {type(exc).__name__}: {exc}") from exc
     if not is_symbolic(result):
         return ConstVar(constant_of(result))
     graph = frame.state.graph.graph

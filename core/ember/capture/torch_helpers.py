@@ -41,7 +41,7 @@ def _assert(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
     text = as_const(frame, message, "torch._assert's message")
     if isinstance(condition, TensorVar):
         graph = frame.state.graph
-        node = graph.graph.call_function(torch._assert_async, (condition.node, str(text)))
+        node = graph.locate(graph.graph.call_function(torch._assert_async, (condition.node, str(text))))
         node.meta["mutates"] = True  # kept for its effect: it returns nothing
         return ConstVar(None)
     if not as_const(frame, condition, "torch._assert's condition"):

@@ -63,7 +63,7 @@ def can_construct(cls: Any) -> bool:
 
 
 def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> UserObjectVar:
-    from .calls import inline_call
+    from .inline import inline_call
 
     var = UserObjectVar(cls)
     init = inspect.getattr_static(cls, "__init__")
@@ -77,9 +77,10 @@ def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]
 
 
 def load_attr(frame: "Frame", obj: UserObjectVar, name: str) -> Var:
-    from .calls import call, inline_call
+    from .dispatch import call
+    from .inline import inline_call
     from .exceptions import throw
-    from .ops import lift
+    from .constants import lift
 
     if name == "__class__":
         return ConstVar(obj.cls)

@@ -46,11 +46,7 @@ def specialize(gm: torch.fx.GraphModule, num_tangents: int, missing: frozenset[i
     live_tangent: dict[torch.fx.Node, bool] = {}  # node -> computed from a given tangent
 
     def zeros(node: torch.fx.Node) -> torch.fx.Node:
-        val = node.meta["val"]
-        z = graph.call_function(aten.zeros.default, (list(val.shape),),
-                                {"dtype": val.dtype, "device": val.device})
-        z.meta["val"] = val
-        return z
+        return _zeros(graph, node.meta["val"])
 
     tangents = {p: i for i, p in enumerate(placeholders[len(placeholders) - num_tangents:])}
     for node in gm.graph.nodes:
@@ -89,13 +85,44 @@ def specialize(gm: torch.fx.GraphModule, num_tangents: int, missing: frozenset[i
     return torch.fx.GraphModule(gm, graph)
 
 
+def _zeros(graph: torch.fx.Graph, val: torch.Tensor) -> torch.fx.Node:
+    """Zeros laid out as ``val`` (a dense layout: channels-last, transposed), so that the ops
+    reading them give their results the strides traced, which later views rely on."""
+    order = sorted(range(val.dim()), key=lambda d: -val.stride(d))  # outermost first (stable)
+    if not _dense(val, order):  # expanded or overlapping: contiguous zeros, as before
+        order = list(range(val.dim()))
+    z = graph.call_function(aten.zeros.default, ([val.shape[d] for d in order],),
+                            {"dtype": val.dtype, "device": val.device})
+    z.meta["val"] = val.permute(order)  # contiguous: the strides sorted
+    if order != sorted(order):
+        z = graph.call_function(aten.permute.default, (z, [order.index(d) for d in range(val.dim())]))
+        z.meta["val"] = val
+    return z
+
+
+def _dense(val: torch.Tensor, order: list[int]) -> bool:
+    """Whether ``val``'s strides are those of a contiguous tensor with its dimensions in ``order``."""
+    expected = 1
+    for d in reversed(order):
+        if val.shape[d] != 1 and val.stride(d) != expected:
+            return False
+        expected *= val.shape[d]
+    return True
+
+
 def _same_meta(kept: object, node: torch.fx.Node) -> bool:
-    """Whether the sum ``node`` can be replaced by its term ``kept`` (no broadcast, same dtype)."""
+    """Whether the sum ``node`` can be replaced by its term ``kept``: no broadcast, same dtype
+    and the same strides (a later ``view`` of the sum may need its layout)."""
     if not isinstance(kept, torch.fx.Node):
         return False
     a, b = kept.meta.get("val"), node.meta.get("val")
     return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-            and (a.shape, a.dtype) == (b.shape, b.dtype))
+            and (a.shape, a.dtype) == (b.shape, b.dtype) and _same_strides(a, b))
+
+
+def _same_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal strides, ignoring dimensions of size 1 (whose stride never matters)."""
+    return all(n == 1 or sa == sb for n, sa, sb in zip(a.shape, a.stride(), b.stride()))
 
 
 class BackwardVariants:

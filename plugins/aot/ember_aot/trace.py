@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import torch
 import torch.fx
 from torch._subclasses import FakeTensorMode
+from torch.fx import traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
@@ -62,7 +63,10 @@ class _Calls:
         full = list(self.args)
         for i, p in zip(self.tensor_pos, primals):
             full[i] = p
-        flat = pytree.tree_leaves(self.gm(*full))
+        # node by node, so that each aten node keeps the ``stack_trace`` (the user's line) of
+        # the node it comes from: an error when the graph runs names the user's code
+        with fx_traceback.preserve_node_meta():
+            flat = pytree.tree_leaves(torch.fx.Interpreter(self.gm).run(*full))
         outs = [flat[k] for k in self.analysis.graph_outputs]
         for group in self.analysis.base_groups:
             outs.append(group_base([flat[k] for k in group]))

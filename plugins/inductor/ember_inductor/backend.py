@@ -24,6 +24,7 @@ from torch.utils import _pytree as pytree
 
 from . import debug, measured
 from .decompositions import decompositions
+from .trace import trace_inference
 
 log = logging.getLogger("ember.inductor")
 
@@ -93,22 +94,6 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     if not measured.enabled(options, example_inputs):
         return compiled
     return measured.FasterOf(compiled, gm.forward, f"graph {debug.graph_hash(gm)}")
-
-
-def trace_inference(gm: Callable, example_inputs: Sequence[Any]) -> tuple[torch.fx.GraphModule, Any]:
-    """Functional aten graph of ``gm`` (flat tensor outputs) and the pytree spec of its output."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-    spec: list[Any] = []
-
-    def flat(*args: Any) -> list:
-        out = gm(*args)
-        leaves, s = pytree.tree_flatten(out)
-        spec.append(s)
-        return leaves
-    with torch.no_grad():
-        aten_gm = make_fx(torch.func.functionalize(flat, remove="mutations"),
-                          decomposition_table=decompositions(), tracing_mode="fake")(*example_inputs)
-    return aten_gm, spec[-1]
 
 
 def compile_inference(gm: Callable, example_inputs: Sequence[Any],

@@ -24,7 +24,6 @@ log = logging.getLogger("ember.inductor")
 
 CXX = os.environ.get("CXX", "g++")
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
-          "-fno-builtin-sin", "-fno-builtin-sinf", "-fno-builtin-cos", "-fno-builtin-cosf",
           "-shared", "-fPIC", "-std=c++17", "-w"]
 LIBS = ["-lmvec", "-lm"]
 

@@ -19,7 +19,8 @@ import torch
 import torch.fx
 
 from . import debug, layout
-from .codegen.common import CompiledKernels, backend_for, backend_named
+from .codegen.common import CompiledKernels
+from .codegen.selection import backend_for, backend_named
 from .codegen.wrapper import LayoutMismatch, WrapperCodegen, wrapper_globals
 from .graph import GraphLowering
 from .scheduler import FusedGroup, Scheduler

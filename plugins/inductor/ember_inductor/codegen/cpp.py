@@ -28,7 +28,7 @@ from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (floats) kept on the stack for cross-stage reuse
-_EXPENSIVE = re.compile(r"std::(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow)\b|e_exp|e_sin|e_cos|e_sigmoid")
+_EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow|exp|sigmoid)\(")
 _TEMP = re.compile(r"\bt\d+\b")
 
 CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "half",
@@ -80,14 +80,14 @@ def constant(value: Any, dtype: torch.dtype) -> str:
 
 
 _UNARY = {
-    "neg": "(-{0})", "abs": "e_abs({0})", "exp": "e_exp({0})", "exp2": "std::exp2({0})",
-    "expm1": "std::expm1({0})", "log": "std::log({0})", "log2": "std::log2({0})",
-    "log10": "std::log10({0})", "log1p": "std::log1p({0})", "sqrt": "std::sqrt({0})",
+    "neg": "(-{0})", "abs": "e_abs({0})", "exp": "e_exp({0})", "exp2": "e_exp2({0})",
+    "expm1": "e_expm1({0})", "log": "e_log({0})", "log2": "e_log2({0})",
+    "log10": "e_log10({0})", "log1p": "e_log1p({0})", "sqrt": "std::sqrt({0})",
     "rsqrt": "(1 / std::sqrt({0}))", "sin": "e_sin({0})", "cos": "e_cos({0})",
-    "tan": "std::tan({0})", "asin": "std::asin({0})", "acos": "std::acos({0})",
-    "atan": "std::atan({0})", "sinh": "std::sinh({0})", "cosh": "std::cosh({0})",
-    "tanh": "std::tanh({0})", "asinh": "std::asinh({0})", "acosh": "std::acosh({0})",
-    "atanh": "std::atanh({0})", "erf": "std::erf({0})", "erfc": "std::erfc({0})",
+    "tan": "e_tan({0})", "asin": "e_asin({0})", "acos": "e_acos({0})",
+    "atan": "e_atan({0})", "sinh": "e_sinh({0})", "cosh": "e_cosh({0})",
+    "tanh": "e_tanh({0})", "asinh": "e_asinh({0})", "acosh": "e_acosh({0})",
+    "atanh": "e_atanh({0})", "erf": "e_erf({0})", "erfc": "e_erfc({0})",
     "sigmoid": "e_sigmoid({0})", "relu": "e_relu({0})", "floor": "e_floor({0})",
     "ceil": "e_ceil({0})", "trunc": "e_trunc({0})", "round": "e_round({0})", "sign": "e_sign({0})",
     "reciprocal": "(1 / {0})", "logical_not": "(!{0})", "bitwise_not": "(~{0})",
@@ -97,13 +97,13 @@ _BINARY = {
     "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
     "floordiv": "e_floordiv({0}, {1})", "truncdiv": "({0} / {1})", "remainder": "e_remainder({0}, {1})",
     "fmod": "e_fmod({0}, {1})", "pow": "e_pow({0}, {1})", "maximum": "e_max({0}, {1})",
-    "minimum": "e_min({0}, {1})", "atan2": "std::atan2({0}, {1})", "eq": "({0} == {1})",
+    "minimum": "e_min({0}, {1})", "atan2": "e_atan2({0}, {1})", "eq": "({0} == {1})",
     "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})", "gt": "({0} > {1})",
     "ge": "({0} >= {1})", "logical_and": "({0} && {1})", "logical_or": "({0} || {1})",
     "logical_xor": "(bool({0}) != bool({1}))", "bitwise_and": "({0} & {1})",
     "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})", "bitwise_left_shift": "({0} << {1})",
     "bitwise_right_shift": "({0} >> {1})", "copysign": "std::copysign({0}, {1})",
-    "hypot": "std::hypot({0}, {1})",
+    "hypot": "e_hypot({0}, {1})",
 }
 _RED_INIT = {"sum": "0", "prod": "1", "any": "false", "all": "true"}
 _RED_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "||", "all": "&&"}

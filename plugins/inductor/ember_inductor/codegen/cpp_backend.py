@@ -8,14 +8,14 @@ from .. import cache
 from ..scheduler import FusedGroup, Scheduler
 from .common import CompiledKernels, PreparedKernels
 from .cpp import CppKernel
-from .cpp_prelude import PRELUDE
+from .cpp_prelude import prelude
 
 
 class CppBackend:
     name = "cpp"
 
     def generate(self, scheduler: Scheduler) -> tuple[str, dict[int, tuple[str, list[str]]]]:
-        parts = [PRELUDE]
+        parts = []
         meta: dict[int, tuple[str, list[str]]] = {}
         for g in scheduler.groups:
             if not isinstance(g, FusedGroup):
@@ -24,7 +24,8 @@ class CppBackend:
             k = CppKernel(name, g, scheduler.stored_buffers(g), scheduler.graph.names)
             parts.append(k.generate())
             meta[id(g)] = (name, list(k.params))
-        return "\n\n".join(parts) + "\n", meta
+        kernels = "\n\n".join(parts)
+        return prelude(kernels) + "\n\n" + kernels + "\n", meta
 
     def prepare(self, scheduler: Scheduler) -> PreparedKernels:
         source, meta = self.generate(scheduler)

@@ -1,28 +1,29 @@
 """The fixed head of every generated C++ source: headers, dtype conversions and math helpers.
 
-``__FAST_MATH__`` is defined only to make glibc declare its libmvec vector variants of the math
-functions, so that ``#pragma omp simd`` loops calling sin/erf/tanh/... vectorize; the code is
-still compiled without -ffast-math (NaN/inf semantics are kept). float ``exp`` (and so softmax
-and sigmoid) is computed inline instead (``e_expf``).
+The libm functions (sin, erf, tanh, pow, ...) are called through ``cpp_math``'s ``e_``/``em_``
+functions, which vectorize and compute the same bits in every loop; float ``exp`` (and so
+softmax and sigmoid) is computed inline instead (``e_expf``), from IEEE operations only, so it is
+the same in vector and scalar code too.
 """
+from . import cpp_math
 
-PRELUDE = r"""
-#define __FAST_MATH__ 1
+
+def prelude(code: str) -> str:
+    """The head of a C++ source whose kernels are ``code``."""
+    return _HEAD + cpp_math.source(cpp_math.used_in(code)) + _HELPERS
+
+
+_HEAD = r"""
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#undef __FAST_MATH__
 
 typedef _Float16 half;
+"""
 
-// sin/cos go through the C functions (built with -fno-builtin-sin*/cos*) so that gcc does not
-// merge them into a scalar sincos call, which would stop the loop from vectorizing.
-static inline float e_sin(float x) { return sinf(x); }
-static inline double e_sin(double x) { return sin(x); }
-static inline float e_cos(float x) { return cosf(x); }
-static inline double e_cos(double x) { return cos(x); }
+_HELPERS = r"""
 
 static inline float bf16_to_float(uint16_t v) {
   uint32_t u = ((uint32_t)v) << 16; float f; std::memcpy(&f, &u, 4); return f;
@@ -53,7 +54,7 @@ template <typename T> static inline T e_pow(T a, T b) {
   if constexpr (std::numeric_limits<T>::is_integer) {
     if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
     T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r;
-  } else { return std::pow(a, b); }
+  } else if constexpr (std::is_same_v<T, float>) { return em_powf(a, b); } else { return em_powd(a, b); }
 }
 template <typename T> static inline T e_sign(T a) { return (a != a) ? a : (T)((T(0) < a) - (a < T(0))); }
 // Values chosen by bits: gcc turns f(c ? x : constant) into c ? f(x) : f(constant), which
@@ -90,7 +91,7 @@ static inline float e_expf(float x) {
 static inline double e_expd(double x) {
   const bool tiny = x < -700.0, zero = x < -746.0;
   const double arg = e_pick<double, uint64_t>(tiny, e_pick<double, uint64_t>(zero, -200.0, x + 512.0), x);
-  return std::exp(arg) * (tiny ? (zero ? 0.0 : 4.377491037053051e-223) : 1.0);  // exp(-512)
+  return em_expd(arg) * (tiny ? (zero ? 0.0 : 4.377491037053051e-223) : 1.0);  // exp(-512)
 }
 template <typename T> static inline T e_exp(T x) {
   if constexpr (std::is_same_v<T, float>) {

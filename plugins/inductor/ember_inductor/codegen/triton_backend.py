@@ -86,7 +86,7 @@ def generate_triton(fn: Callable, example_inputs: Sequence[Any]) -> dict[str, tu
     Returns ``{wrapper name: (module source, kernel)}``; the kernel object gives the jit
     function's name, its signature and its launch configurations.
     """
-    from ..backend import trace_inference
+    from ..trace import trace_inference
     from ..graph import GraphLowering
     aten_gm, _ = trace_inference(fn, list(example_inputs))
     scheduler = Scheduler(GraphLowering(aten_gm).run())

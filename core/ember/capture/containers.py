@@ -1,0 +1,144 @@
+"""Methods of the containers that captured code builds (lists, dicts, sets, tuples, namedtuples).
+
+``list.append``, ``dict.update``, ``set.add``... change the captured container in place (made
+mutable first, see ``ops.mutable_list``); reads over constants are evaluated for real.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .attrs import ContainerMethod
+from .constants import NotConstant, as_const, lift, python_value
+from .dispatch import handles_call
+from .exceptions import evaluate, throw
+from .ops import iterate, mutable_dict, mutable_list, mutable_set
+from .values import ConstVar, DictVar, IteratorVar, ListVar, SetVar, TupleVar, Var
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+
+@handles_call(ContainerMethod)
+def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    obj, name = fn.container, fn.name
+    if isinstance(obj, ListVar):
+        return _list_method(frame, obj, name, args)
+    if isinstance(obj, DictVar):
+        return _dict_method(frame, obj, name, args, kwargs)
+    if isinstance(obj, (SetVar, ConstVar)):
+        return _set_method(frame, obj, name, args, kwargs)
+    if isinstance(obj, TupleVar) and hasattr(obj.tuple_type, "_fields") and name in ("_replace", "_asdict"):
+        return _namedtuple_method(frame, obj, name, args, kwargs)
+    if isinstance(obj, TupleVar) and name in ("index", "count"):
+        try:
+            values = tuple(python_value(v) for v in obj.items)
+            return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
+        except NotConstant:
+            frame.fail(f"tuple.{name} over tensors")
+    frame.fail(f"method {name!r} of a {type(obj).__name__} is not supported")
+    raise AssertionError
+
+
+def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Var:
+    if name in ("index", "count", "copy", "__len__"):
+        if name == "copy":
+            return ListVar(list(obj.items))
+        try:
+            values = [python_value(v) for v in obj.items]
+            return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
+        except NotConstant:
+            frame.fail(f"list.{name} over tensors")
+    items = mutable_list(frame, obj).items
+    if name == "append":
+        items.append(args[0])
+    elif name == "extend":
+        items.extend(iterate(frame, args[0]))
+    elif name == "insert":
+        items.insert(python_value(args[0]), args[1])
+    elif name == "pop":
+        return evaluate(items.pop, *(python_value(a) for a in args))
+    elif name == "reverse":
+        items.reverse()
+    elif name == "clear":
+        items.clear()
+    else:
+        frame.fail(f"list.{name} is not supported")
+    return ConstVar(None)
+
+
+def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    fields = obj.tuple_type._fields
+    if name == "_asdict":
+        return DictVar(dict(zip(fields, obj.items)))
+    unknown = set(kwargs) - set(fields)
+    if args or unknown:
+        throw(ValueError(f"Got unexpected field names: {sorted(unknown)!r}") if unknown else
+              TypeError("_replace() takes 1 positional argument"))
+    return TupleVar([kwargs.get(f, v) for f, v in zip(fields, obj.items)], tuple_type=obj.tuple_type)
+
+
+def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    items = obj.items
+    if kwargs and name != "update":
+        frame.fail(f"dict.{name} with keyword arguments")
+    if name == "items":
+        return ListVar([TupleVar([ConstVar(k), v]) for k, v in items.items()])
+    if name == "keys":
+        return ListVar([ConstVar(k) for k in items])
+    if name == "values":
+        return ListVar(list(items.values()))
+    if name == "get":
+        key = python_value(args[0])
+        return items.get(key, args[1] if len(args) > 1 else ConstVar(None))
+    if name == "copy":
+        return DictVar(dict(items), dict_type=obj.dict_type)
+    if name == "__contains__":
+        return ConstVar(python_value(args[0]) in items)
+    table = mutable_dict(frame, obj).items
+    if name == "update":
+        from .ops import dict_items
+
+        if args:
+            table.update(dict_items(frame, args[0]))
+        table.update(kwargs)
+        return ConstVar(None)
+    if name == "pop":
+        key = python_value(args[0])
+        if key in table:
+            return table.pop(key)
+        if len(args) > 1:
+            return args[1]
+        throw(KeyError(key))
+    if name == "setdefault":
+        return table.setdefault(python_value(args[0]), args[1] if len(args) > 1 else ConstVar(None))
+    if name == "clear":
+        table.clear()
+        return ConstVar(None)
+    frame.fail(f"dict.{name} is not supported")
+    raise AssertionError
+
+
+_SET_READS = {"union", "intersection", "difference", "symmetric_difference", "copy", "issubset", "issuperset",
+              "isdisjoint"}
+_SET_WRITES = {"add", "discard", "remove", "pop", "clear", "update", "intersection_update", "difference_update",
+               "symmetric_difference_update"}
+
+
+def _set_method(frame: "Frame", obj: Var, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """A method of a set (a SetVar, or a set or frozenset from outside): evaluated on its elements."""
+    if kwargs or name not in _SET_READS | _SET_WRITES:
+        frame.fail(f"{type(python_value(obj)).__name__}.{name} is not supported")
+    values = [_set_argument(frame, a, name) for a in args]
+    if name in _SET_WRITES:
+        return lift(evaluate(getattr(mutable_set(frame, obj).items, name), *values))
+    result = evaluate(getattr(python_value(obj), name), *values)
+    return SetVar(result) if type(result) is set else lift(result)
+
+
+def _set_argument(frame: "Frame", var: Var, name: str) -> Any:
+    if isinstance(var, IteratorVar):  # a generator or map(): the method consumes its items
+        return [as_const(frame, v, f"an item given to set.{name}") for v in iterate(frame, var)]
+    return as_const(frame, var, f"an argument of set.{name}")
+
+
+__all__ = ["container_method"]
