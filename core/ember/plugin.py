@@ -39,6 +39,8 @@ class BackendSpec:
                  attribute ``dynamic = True``.
     check:       optional ``"module:attr"`` (or callable) returning "" when the backend can run
                  on this machine, else the reason it cannot (e.g. "needs a CUDA device").
+    dynamic:     the compiler takes graphs with symbolic sizes and returns a callable right for
+                 every size the guards admit; without it, the core compiles per concrete shape.
     """
 
     name: str

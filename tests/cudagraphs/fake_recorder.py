@@ -29,6 +29,7 @@ class FakeRecorder:
     def __init__(self, capture_error: Exception | None = None) -> None:
         self.capture_error = capture_error
         self.warmups = self.captures = self.replays = 0
+        self.pools: list[Any] = []  # the pool of each capture (None: its own)
 
     def device_reason(self, args: Sequence[Any]) -> str:
         return ""
@@ -37,10 +38,14 @@ class FakeRecorder:
         self.warmups += 1
         return fn(*args)
 
-    def capture(self, fn: Callable, args: Sequence[Any]) -> tuple[FakeGraph, Any]:
+    def new_pool(self) -> Any:
+        return object()
+
+    def capture(self, fn: Callable, args: Sequence[Any], pool: Any = None) -> tuple[FakeGraph, Any]:
         if self.capture_error is not None:
             raise self.capture_error
         self.captures += 1
+        self.pools.append(pool)
         ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else None for a in args]
         with torch.no_grad():
             out = fn(*args)

@@ -16,9 +16,11 @@ asserts that no import, even inside a function, closes a circle):
   ``exceptions``, ``contexts`` (context managers), ``locks``, ``inline`` (Python functions: run
   in a child frame made by the caller's ``type(frame)``), ``user_objects``, ``objects``
   (objects built over fake tensors), ``supers`` (``super()``), ``hooks`` (module hooks),
-  ``containers`` (list/dict/set methods), ``attrs`` (attribute reads, tensor methods).
+  ``containers`` (list/dict/set methods), ``attrs`` (attribute reads and stores, tensor methods),
+  ``autograd_functions`` (user ``torch.autograd.Function.apply`` as one node).
 - ``ops`` (operators, indexing, truth, iteration, dunder dispatch) and ``builtin_calls`` with
-  ``torch_helpers`` (Python's builtins and torch's helpers, in the ``BUILTIN_HANDLERS`` table).
+  ``torch_helpers`` and ``copies`` (Python's builtins, torch's helpers and ``copy.deepcopy``, in
+  the ``BUILTIN_HANDLERS`` table).
 - ``calls``: calls of real values (torch ops, modules, classes, functions), registered for
   ConstVar; ``frame``: decodes instructions and dispatches to the above; ``breaks``, ``resume``
   and ``output`` plan graph breaks and write the code that rebuilds values after the graph.
@@ -41,7 +43,7 @@ from ..errors import GeneratedCodeFailed, Unsupported
 from . import contexts, global_state
 # the modules that register their values' behaviour in dispatch.CALL_HANDLERS and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
-from . import attrs, calls, containers, inline, objects, supers, torch_helpers  # noqa: F401
+from . import attrs, calls, containers, copies, inline, objects, supers, torch_helpers  # noqa: F401
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes

@@ -16,6 +16,7 @@ import torch
 
 from . import objects, user_objects
 from .builder import wrap
+from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
 from .dispatch import handles_call
 from .sources import AttrSource, DictEntrySource
 from .symbolic import constant_of, has_symbolic
@@ -176,6 +177,8 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
             frame.fail(f"{type(value).__name__} object has no attribute {name!r}")
     instance_dict = getattr(value, "__dict__", None)
     is_class = isinstance(value, type)
+    if name == "__dict__" and any(key[0] == id(value) for key in frame.state.side_effects.attrs):
+        frame.fail(f"reading __dict__ of a {type(value).__name__} with stores not yet replayed")
     if not is_class and isinstance(instance_dict, dict) and name in instance_dict:
         return _wrap_attr(frame, obj, name, instance_dict[name])
     if isinstance(static, property) and not is_class:
@@ -185,6 +188,10 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
     if isinstance(static, types.FunctionType):
         if is_class:
             return _wrap_attr(frame, obj, name, static)
+        return BoundMethodVar(ConstVar(static), obj)
+    if isinstance(static, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
+            and static.__objclass__ in READ_ONLY_OWNERS \
+            and name in READ_ONLY_METHODS and not is_class:  # ``d.get(k)`` of a real dict: on the dict
         return BoundMethodVar(ConstVar(static), obj)
     if isinstance(static, staticmethod):
         return ConstVar(static.__func__)
@@ -211,8 +218,13 @@ def _wrap_attr(frame: "Frame", obj: ConstVar, name: str, attr: Any) -> Var:
     return wrap(frame.state, attr, AttrSource(obj.source, name))
 
 
-def store_attr(frame: "Frame", obj: Var, name: str, value: Any) -> None:
-    """Record ``obj.name = value`` (or a deletion) to be replayed after the graph."""
+def store_attr(frame: "Frame", obj: Var, name: str, value: Any, *, default: bool = False) -> None:
+    """Record ``obj.name = value`` (or a deletion) to be replayed after the graph.
+
+    A class's own Python ``__setattr__``/``__delattr__`` is inlined (its stores end in
+    ``object.__setattr__``, which comes back here with ``default``: Python's own store)."""
+    if not default and _inline_custom_store(frame, obj, name, value):
+        return
     if isinstance(obj, user_objects.UserObjectVar):  # built by the capture: nothing to replay
         user_objects.store_attr(frame, obj, name, value)
         return
@@ -220,6 +232,9 @@ def store_attr(frame: "Frame", obj: Var, name: str, value: Any) -> None:
     if found is not None and (isinstance(value, TensorVar) or (isinstance(value, ConstVar) and value.value is None)):
         source, tensor = found  # replayed on the input itself (zero_grad's ``p.grad = None``)
         frame.state.side_effects.store_attr(ConstVar(tensor, source), tensor, name, value)
+        return
+    if isinstance(obj, ConstVar) and id(obj.value) in frame.state.made:
+        _store_into_made(frame, obj.value, name, value, default)
         return
     if not isinstance(obj, ConstVar) or obj.source is None:
         frame.fail(f"assignment to attribute {name!r} of a {type(obj).__name__}")
@@ -231,11 +246,50 @@ def store_attr(frame: "Frame", obj: Var, name: str, value: Any) -> None:
             frame.fail(f"assignment of module parameter/buffer/submodule {name!r}")
         if isinstance(value, ConstVar) and isinstance(value.value, torch.nn.Module):
             frame.fail(f"assignment of submodule {name!r}")
-    elif cls.__setattr__ is not object.__setattr__ or isinstance(target, type):
-        frame.fail(f"assignment to attribute {name!r} of a {cls.__name__} (custom __setattr__ or a class)")
+    elif isinstance(target, type) or not default and _store_hook(cls, value) is not _store_hook(object, value):
+        frame.fail(f"assignment to attribute {name!r} of a {cls.__name__} (a class, or a __setattr__ not in Python)")
     if isinstance(inspect.getattr_static(target, name, None), property):
         frame.fail(f"assignment to property {name!r}")
-    frame.state.side_effects.store_attr(obj, target, name, value)
+    frame.state.side_effects.store_attr(obj, target, name, value, raw=default)
+
+
+def _inline_custom_store(frame: "Frame", obj: Var, name: str, value: Any) -> bool:
+    """Inline the Python ``__setattr__`` (``__delattr__`` for a deletion) of a real object's class
+    (PretrainedConfig's): True when it ran, False when the class keeps Python's own."""
+    from .inline import inline_call
+    from .side_effects import DELETED
+
+    if not isinstance(obj, ConstVar) or isinstance(obj.value, (type, torch.nn.Module)):
+        return False
+    hook = _store_hook(type(obj.value), value)
+    if not isinstance(hook, types.FunctionType):
+        return False
+    inline_call(frame, ConstVar(hook), [obj, ConstVar(name)] + ([] if value is DELETED else [value]), {})
+    return True
+
+
+def _store_into_made(frame: "Frame", target: Any, name: str, value: Any, default: bool) -> None:
+    """A store into an object the capture made (a deep copy): applied to it now, since every call
+    of the captured code makes the same one (a value of the store must be a constant)."""
+    from .constants import NotConstant, python_value
+    from .exceptions import evaluate
+    from .side_effects import DELETED
+
+    if not default and _store_hook(type(target), value) is not _store_hook(object, value):
+        frame.fail(f"assignment to attribute {name!r} of a {type(target).__name__} (a __setattr__ not in Python)")
+    if value is DELETED:
+        evaluate(object.__delattr__, target, name)
+        return
+    try:
+        evaluate(object.__setattr__, target, name, python_value(value))
+    except NotConstant:
+        frame.fail(f"storing a {type(value).__name__} into a {type(target).__name__} made by a deep copy")
+
+
+def _store_hook(cls: type, value: Any) -> Any:
+    from .side_effects import DELETED
+
+    return inspect.getattr_static(cls, "__delattr__" if value is DELETED else "__setattr__", None)
 
 
 __all__ = ["ContainerMethod", "TensorMethod", "load_attr", "store_attr"]

@@ -297,6 +297,40 @@ def _getattr(frame: "Frame", args: list, kwargs: dict) -> Var:
     return load_attr(frame, args[0], name)
 
 
+def _make_store(fn: Callable, deletes: bool, default: bool) -> Handler:
+    """``setattr(obj, name, value)`` is ``obj.name = value`` (``delattr`` a deletion);
+    ``object.__setattr__``/``__delattr__`` (what a custom ``__setattr__`` ends in, often through
+    ``super()``) is Python's own store, which skips the class's hook."""
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        from .attrs import store_attr
+        from .side_effects import DELETED
+
+        if kwargs or len(args) != (2 if deletes else 3):
+            frame.fail(f"{fn.__name__}() with {len(args)} arguments")
+        name = as_const(frame, args[1], f"{fn.__name__}'s name")
+        store_attr(frame, args[0], name, DELETED if deletes else args[2], default=default)
+        return ConstVar(None)
+
+    return handler
+
+
+BUILTIN_HANDLERS[setattr] = _make_store(setattr, deletes=False, default=False)
+BUILTIN_HANDLERS[delattr] = _make_store(delattr, deletes=True, default=False)
+BUILTIN_HANDLERS[object.__setattr__] = _make_store(object.__setattr__, deletes=False, default=True)
+BUILTIN_HANDLERS[object.__delattr__] = _make_store(object.__delattr__, deletes=True, default=True)
+
+
+@handles(object.__getattribute__)
+def _object_getattribute(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """Python's own attribute lookup, what a custom ``__getattribute__`` ends in: the capture's
+    reads of real objects already skip the class's hook."""
+    from .attrs import load_attr
+
+    if kwargs or len(args) != 2:
+        frame.fail(f"object.__getattribute__() with {len(args)} arguments")
+    return load_attr(frame, args[0], as_const(frame, args[1], "object.__getattribute__'s name"))
+
+
 @handles(hasattr)
 def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
     obj, name = args[0], as_const(frame, args[1], "hasattr's name")

@@ -12,10 +12,11 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+from torch.utils._pytree import tree_leaves
 
-from . import contexts, hooks, locks, objects, skips, user_objects
+from . import autograd_functions, contexts, hooks, locks, objects, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
-from .constants import NotConstant, lift, python_value
+from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
 from .dispatch import call, handles_call
 from .exceptions import evaluate, is_plain_exception_class
 from .inline import inline_call
@@ -60,8 +61,10 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return ConstVar(True)
     if value in _AUTOGRAD_CALLS or getattr(value, "__func__", None) in _AUTOGRAD_CALLS:
         frame.fail(f"{_name(value)} runs autograd's engine (graph break)")
-    if _is_torch_module_class(value):
-        return _construct_torch_module(frame, value, args, kwargs)
+    if value is autograd_functions.FUNCTION_APPLY and args and isinstance(args[0], ConstVar):
+        return autograd_functions.apply(frame, args[0].value, args[1:], kwargs)
+    if _is_module_class(value):
+        return _construct_module(frame, value, args, kwargs)
     if value in contexts.CONTEXT_FACTORIES:
         return contexts.make_context(frame, value, args, kwargs)
     handler = _builtin_handler(value)
@@ -69,7 +72,7 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return handler(frame, args, kwargs)
     if locks.is_lock_method(value):
         return locks.lock_call(value)
-    if getattr(value, "__objclass__", None) in _READ_ONLY_OWNERS and value.__name__ in _READ_ONLY_METHODS:
+    if isinstance(value, _UNBOUND) and value.__objclass__ in READ_ONLY_OWNERS and value.__name__ in READ_ONLY_METHODS:
         return _read_only_method(frame, value, args, kwargs)
     if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
         if args and isinstance(args[0], TensorVar):
@@ -89,6 +92,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
             pass
         else:
             return lift(evaluate(value, *py_args, **py_kwargs))
+    if isinstance(value, functools._lru_cache_wrapper):
+        return _call_cached(frame, value, args, kwargs)
     never = skips.never_traced(value)
     if never is not None:
         frame.fail(f"{_name(getattr(value, '_torchdynamo_orig_callable', value))} {never}")
@@ -128,6 +133,23 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     raise AssertionError
 
 
+def _call_cached(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """A ``functools.lru_cache``/``cache`` function (HF's ``logger.warning_once``) called with
+    constants is called now, through its cache: eager's first call runs it and fills the cache,
+    every later one returns the cached result, so the call's result is a constant of the graph's
+    code and the function runs once, as in eager. Called with tensors, it breaks the graph."""
+    try:
+        py_args = [python_value(a) for a in args]
+        py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
+        hash((tuple(py_args), tuple(py_kwargs.items())))
+    except (NotConstant, TypeError):
+        frame.fail(f"{_name(fn)} (functools.lru_cache) called with tensors or unhashable arguments")
+    result = evaluate(fn, *py_args, **py_kwargs)
+    if any(isinstance(leaf, torch.Tensor) for leaf in tree_leaves(result)):
+        frame.fail(f"{_name(fn)} (functools.lru_cache) returned a tensor")  # not frozen into the code
+    return lift(result)
+
+
 def _refuse_optimizer_step(frame: "Frame", owner: Any, func: Any) -> None:
     """``optimizer.step()`` is a graph break: it runs as it is, between the graphs around it."""
     if isinstance(owner, torch.optim.Optimizer) and getattr(func, "__name__", None) == "step":
@@ -151,9 +173,8 @@ def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: di
 
 
 _ENV_READS = {"get", "__getitem__", "__contains__", "keys", "items"}
-_READ_ONLY_OWNERS = (dict, list, tuple, str, set, frozenset)
-_READ_ONLY_METHODS = {"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "index",
-                      "count", "copy"}
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+_UNBOUND = (types.MethodDescriptorType, types.WrapperDescriptorType)  # ``dict.get``, not ``{}.get``
 
 
 def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -170,9 +191,25 @@ def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: 
     except NotConstant:
         frame.fail(f"{descriptor.__qualname__} with tensor arguments")
     result = descriptor(owner.value, *call_args)
+    if isinstance(result, _VIEWS):  # a live view: of a constant, its items now; of an input, its container
+        if owner.source is None:
+            return lift(list(result))
+        return _container_view(frame, owner, descriptor, call_args)
     if owner.source is None:
         return lift(result)
     return wrap(frame.state, result, MethodCallSource(owner.source, descriptor, call_args, descriptor.__name__))
+
+
+def _container_view(frame: "Frame", owner: ConstVar, descriptor: Any, call_args: tuple) -> Var:
+    """``d.items()`` of a real dict read from the frame: the dict wrapped as a container (its keys
+    guarded), then its own method."""
+    from .attrs import load_attr
+    from .builder import wrap
+
+    container = wrap(frame.state, owner.value, owner.source)
+    if isinstance(container, ConstVar):
+        frame.fail(f"{descriptor.__qualname__} of a dict whose keys cannot be guarded")
+    return call(frame, load_attr(frame, container, descriptor.__name__), [lift(a) for a in call_args], {})
 
 
 _FROM_NUMPY = (torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray)
@@ -197,17 +234,21 @@ def _numpy_input(frame: "Frame", fn: Any, array: ConstVar) -> Var:
 _AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
 
 
-def _is_torch_module_class(value: Any) -> bool:
-    return (isinstance(value, type) and issubclass(value, torch.nn.Module)
-            and value.__module__.startswith("torch.nn.modules"))
+def _is_module_class(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, torch.nn.Module)
 
 
-def _construct_torch_module(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    """``nn.CrossEntropyLoss()`` inside captured code: a stateless torch module, built now."""
+def _construct_module(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``nn.CrossEntropyLoss()`` or HF's ``ACT2FN[name]`` (a ``GELUActivation()``) inside captured
+    code: a module with no state, built now from constant arguments (its ``__init__`` runs once,
+    at capture), used as a constant. A module with parameters or buffers breaks the graph."""
     try:
-        module = cls(*[python_value(a) for a in args], **{k: python_value(v) for k, v in kwargs.items()})
+        py_args = [python_value(a) for a in args]
+        py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
     except NotConstant:
         frame.fail(f"constructing {cls.__name__} with tensors")
+    with torch.random.fork_rng(devices=[]):  # a refused module's initialisation leaves no trace
+        module = evaluate(cls, *py_args, **py_kwargs)
     if any(True for _ in module.parameters()) or any(b is not None for b in module.buffers()):
         frame.fail(f"constructing {cls.__name__} (a module with parameters) inside captured code")
     return ConstVar(module)

@@ -20,6 +20,12 @@ class NotConstant(Exception):
     pass
 
 
+#: builtin containers whose methods in READ_ONLY_METHODS are evaluated on a real instance
+READ_ONLY_OWNERS = (dict, list, tuple, str, set, frozenset)
+READ_ONLY_METHODS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "index",
+                               "count", "copy"})
+
+
 def python_value(var: Var, specialize: bool = True) -> Any:
     """The Python value of a fully constant Var; raises NotConstant otherwise. A symbolic size
     is specialised to its value (the ShapeEnv guards it), unless ``specialize`` is False."""
@@ -73,4 +79,4 @@ def lift(value: Any) -> Var:
     return ConstVar(value)
 
 
-__all__ = ["NotConstant", "as_const", "kind_name", "lift", "python_value"]
+__all__ = ["READ_ONLY_METHODS", "READ_ONLY_OWNERS", "NotConstant", "as_const", "kind_name", "lift", "python_value"]

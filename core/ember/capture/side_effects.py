@@ -26,12 +26,20 @@ class SideEffects:
     globals: dict[tuple[int, str], tuple[dict, str, Var]] = dataclasses.field(default_factory=dict)
     #: id(container Var) -> the mutated ListVar/DictVar (it has a source)
     containers: dict[int, Var] = dataclasses.field(default_factory=dict)
+    #: keys of ``attrs`` stored by ``object.__setattr__`` (the class's own hook already ran inlined)
+    raw: set[tuple[int, str]] = dataclasses.field(default_factory=set)
 
     def copy(self) -> "SideEffects":
-        return SideEffects(dict(self.attrs), dict(self.globals), dict(self.containers))
+        return SideEffects(dict(self.attrs), dict(self.globals), dict(self.containers), set(self.raw))
 
-    def store_attr(self, obj: Var, value_obj: Any, name: str, value: Any) -> None:
-        self.attrs[(id(value_obj), name)] = (obj, name, value)
+    def store_attr(self, obj: Var, value_obj: Any, name: str, value: Any, raw: bool = False) -> None:
+        """Record ``obj.name = value``; ``raw``: replayed with ``object.__setattr__``, not the class's."""
+        key = (id(value_obj), name)
+        self.attrs[key] = (obj, name, value)
+        if raw:
+            self.raw.add(key)
+        else:
+            self.raw.discard(key)
 
     def lookup_attr(self, value_obj: Any, name: str) -> Any:
         """The overlaid value (a Var or DELETED), or None when the attribute was not stored."""
@@ -66,12 +74,13 @@ class SideEffects:
             elif isinstance(container, DictVar):
                 body = ", ".join(f"{out.key(k)}: {out.expr(v)}" for k, v in container.items.items())
                 lines.append(f"    ___v = {{{body}}}; ___t = {target}; ___t.clear(); ___t.update(___v)")
-        for obj, name, value in self.attrs.values():
+        for key, (obj, name, value) in self.attrs.items():
             target = out.expr(obj)
+            raw = key in self.raw
             if value is DELETED:
-                lines.append(f"    delattr({target}, {name!r})")
+                lines.append(f"    {'object.__delattr__' if raw else 'delattr'}({target}, {name!r})")
             else:
-                lines.append(f"    setattr({target}, {name!r}, {out.expr(value)})")
+                lines.append(f"    {'object.__setattr__' if raw else 'setattr'}({target}, {name!r}, {out.expr(value)})")
         for globals_dict, name, value in self.globals.values():
             lines.append(f"    {out.consts.name(globals_dict, 'g')}[{name!r}] = {out.expr(value)}")
         return lines

@@ -30,6 +30,9 @@ class CaptureState:
     containers: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
     #: the compiled function's ember.shapes.ShapePolicy (None: every size specialised)
     policy: Any = None
+    #: id(object) -> object, for real objects made at capture by a constant computation (a
+    #: ``copy.deepcopy``): the captured code's stores of constants into them apply at once
+    made: dict[int, Any] = dataclasses.field(default_factory=dict)
 
     def remember(self, var: Any) -> None:
         """Save ``var``'s state the first time the current root instruction changes it."""

@@ -25,7 +25,7 @@ from .identity import IdentityRecorder
 GRAPH = "graph"            # an output of the compiled graph
 INPUT_ALIAS = "input"      # a view of (or the very same tensor as) a graph input
 BASE_ALIAS = "base"        # a view of a base tensor the compiled graph returns
-CONSTANT = "constant"      # not a tensor: returned as traced
+CONSTANT = "constant"      # not a tensor: returned as traced (a symbolic size: its value per call)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,8 +166,8 @@ def analyze(
     outputs = []
     for k, o in enumerate(flat):
         if not isinstance(o, torch.Tensor):
-            if isinstance(o, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-                raise AOTUnsupported("symbolic scalar outputs")
+            if isinstance(o, (torch.SymFloat, torch.SymBool)):
+                raise AOTUnsupported("symbolic float or bool outputs")
             outputs.append(OutputInfo(CONSTANT, value=o))
         elif _storage_id(o) in storage_to_input:
             j = storage_to_input[_storage_id(o)]

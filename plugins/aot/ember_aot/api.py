@@ -12,7 +12,9 @@ in a new state compiles a new plan (at most ``MAX_VARIANTS``; beyond that it run
 a warning). In particular a graph compiled under ``torch.no_grad()`` (inference graph, no
 backward) that is later called with grad enabled and inputs requiring grad gets a training
 plan, never outputs silently cut off from autograd. Shapes, strides and dtypes are not part of
-the key: the core's guards check them before calling the backend.
+the key: the core's guards check them before calling the backend. Except for a dynamic graph
+(symbolic sizes, issue 25): traced symbolically when the compilers accept it (``dynamic=True``),
+one plan per state serves every size; else its plans are specialised per input sizes.
 
 Disk cache. With a ``cache`` (a ``plan_cache.PlanCodec`` from the caller, which can save and
 load what its compilers made), each new plan is first looked up on disk and stored after
@@ -47,7 +49,15 @@ from .grad_groups import split_backward
 from .identity import forward_identities
 from .partition import min_cut_partition
 from .runtime import CompiledPlan, EagerPlan
-from .trace import trace_inference, trace_joint
+from .symbolic import (
+    allowing_real_constants,
+    fake_mode_of,
+    is_dynamic,
+    is_symbolic,
+    relations_check,
+    symbolic_inputs,
+)
+from .trace import primal_positions, trace_inference, trace_joint
 
 log = logging.getLogger("ember.aot")
 
@@ -68,6 +78,7 @@ class AOTConfig:
     decompositions: Callable[[], DecompositionTable]  # built on first use: a plan from disk needs none
     keep_inference_input_mutations: bool
     cache: plan_cache.PlanCodec | None = None
+    dynamic: bool = False  # the compilers take graphs with symbolic sizes
 
 
 class _CompilerError(Exception):
@@ -85,12 +96,24 @@ def _run_compiler(compiler: AtenCompiler, gm: torch.fx.GraphModule) -> Callable:
         raise _CompilerError(exc) from exc
 
 
-def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfig) -> CompiledPlan:
-    """Trace, partition and compile ``gm`` for the state of ``args`` and the current grad mode."""
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfig,
+                 symbolic: bool = False) -> CompiledPlan:
+    """Trace, partition and compile ``gm`` for the state of ``args`` and the current grad mode;
+    ``symbolic``: with the symbolic sizes of ``gm``'s placeholders, for every size at once."""
+    if not symbolic:
+        return _compile_plan(gm, args, config, FakeTensorMode(allow_non_fake_inputs=True), False)
+    mode = fake_mode_of(gm)
+    with allowing_real_constants(mode):
+        return _compile_plan(gm, symbolic_inputs(gm, args, mode), config, mode, True)
+
+
+def _compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfig,
+                  mode: FakeTensorMode, symbolic: bool) -> CompiledPlan:
+    """``compile_plan`` with ``args`` the values to trace with (fakes of ``mode`` when symbolic)."""
     analysis = analyze(gm, args, mode, torch.is_grad_enabled())
     traceable = forward_identities(gm, analysis.identities)
-    tensor_pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    tensor_pos = primal_positions(args)
+    symbolic_args = list(args) if symbolic else None
     if not analysis.needs_autograd:
         traced = trace_inference(
             traceable, args, analysis, config.decompositions(), mode,
@@ -99,7 +122,7 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
         fw = _run_compiler(config.inference_compiler, traced.gm)
         return CompiledPlan(
             gm, analysis, tensor_pos, traced.mutated_inputs, traced.inputs_mutated_in_graph,
-            traced.num_fwd_outputs, fw,
+            traced.num_fwd_outputs, fw, symbolic_inputs=symbolic_args,
         )
     traced = trace_joint(traceable, args, analysis, for_joint(config.decompositions()), mode)
     joint_inputs = _placeholder_vals(traced.gm)
@@ -115,35 +138,49 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
         traced.diff_outputs, traced.tangent_layouts, traced.grad_inputs, [g for g, _ in groups],
         traced.grad_tangents,
         BackwardVariants([part for _, part in groups], lambda part: _run_compiler(config.bw_compiler, part)),
+        symbolic_args,
     )
 
 
 class AOTCompiledGraph:
-    """The callable the backend returns: dispatches each call to the plan for its state."""
+    """The callable the backend returns: dispatches each call to the plan for its state.
+
+    A dynamic graph (symbolic sizes on its placeholders, see ``symbolic``) is traced once with
+    those sizes when the compilers take symbolic graphs (``dynamic=True``): its plans serve every
+    size, and the varying ints are not part of the key. Otherwise its plans are specialised per
+    concrete signature: the input sizes and strides join the key."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], config: AOTConfig):
         self.gm = gm
         self.config = config
-        self.plans: dict[Any, CompiledPlan | EagerPlan] = {}
+        self.plans: dict[Any, CompiledPlan | EagerPlan | _CheckedPlan] = {}
         self._lock = threading.Lock()
         self._overflow_warned = False
+        dynamic = is_dynamic(gm)
+        self.symbolic = dynamic and config.dynamic
+        self._per_shape = dynamic and not config.dynamic
+        vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+        self._sym_pos = frozenset(i for i, v in enumerate(vals) if self.symbolic and is_symbolic(v)
+                                  and isinstance(v, torch.SymInt))
         self._plan_for(self._key(example_inputs), example_inputs, first=True)
 
-    @staticmethod
-    def _key(args: Sequence[Any]) -> Any:
+    def _key(self, args: Sequence[Any]) -> Any:
         grad = torch.is_grad_enabled()
         tensor = torch.Tensor
         if all(map(isinstance, args, itertools.repeat(tensor))):  # the usual case, in C loops
-            return grad, tuple(map(_REQUIRES_GRAD, args)) if grad else len(args)
-        if grad:
-            key = tuple([a.requires_grad if isinstance(a, tensor) else (type(a), a) for a in args])
+            key = grad, tuple(map(_REQUIRES_GRAD, args)) if grad else len(args)
         else:
-            key = tuple([False if isinstance(a, tensor) else (type(a), a) for a in args])
-        try:
-            hash(key)
-        except TypeError:
-            return None
-        return grad, key
+            sym = self._sym_pos
+            key = tuple([(a.requires_grad and grad) if isinstance(a, tensor)
+                         else (type(a), None if i in sym else a) for i, a in enumerate(args)])
+            try:
+                hash(key)
+            except TypeError:
+                return None
+            key = grad, key
+        if self._per_shape:
+            key = key, tuple([(a.shape, a.stride()) for a in args if isinstance(a, tensor)])
+        return key
 
     def _plan_for(self, key: Any, args: Sequence[Any], first: bool = False):
         with self._lock:
@@ -158,7 +195,7 @@ class AOTCompiledGraph:
                     self._overflow_warned = True
                 return EagerPlan(self.gm)
             try:
-                plan = self._load_or_compile(args)
+                plan = self._load_or_compile(args, first)
             except _CompilerError as exc:
                 if first:
                     raise exc.__cause__ from None
@@ -169,7 +206,9 @@ class AOTCompiledGraph:
             self.plans[key] = plan
             return plan
 
-    def _load_or_compile(self, args: Sequence[Any]) -> CompiledPlan:
+    def _load_or_compile(self, args: Sequence[Any], first: bool) -> CompiledPlan | _CheckedPlan:
+        if self.symbolic:
+            return self._compile_symbolic(args, first)
         codec = self.config.cache
         path = plan_cache.plan_path(self.gm, args, codec) if codec is not None else None
         if path is not None:
@@ -180,6 +219,19 @@ class AOTCompiledGraph:
         if path is not None:
             plan_cache.store(path, plan, codec)
         return plan
+
+    def _compile_symbolic(self, args: Sequence[Any], first: bool) -> CompiledPlan | _CheckedPlan:
+        """A symbolic plan (not stored on disk: its layouts are expressions of this process's
+        symbols). The core turns the relations tracing adds to the shape environment into guards
+        after the first compile; a plan compiled later (another grad state) that adds relations
+        checks them on each call instead."""
+        env = fake_mode_of(self.gm).shape_env
+        before = len(env.guards)
+        plan = compile_plan(self.gm, args, self.config, symbolic=True)
+        added = [env.replace(g.expr) for g in env.guards[before:]]
+        if first or not added:
+            return plan
+        return _CheckedPlan(plan, relations_check(added, plan.symbolic_inputs), self.gm)
 
     def _eager(self, why: str) -> EagerPlan:
         log.warning("ember_aot: cannot compile this graph, running it eagerly: %s", why)
@@ -193,6 +245,23 @@ class AOTCompiledGraph:
         return plan(*args)
 
 
+class _CheckedPlan:
+    """A symbolic plan valid where size relations the core does not guard hold; eager elsewhere."""
+
+    def __init__(self, plan: CompiledPlan, holds: Callable[[Sequence[Any]], bool], gm: torch.fx.GraphModule):
+        self.plan, self.holds, self.gm = plan, holds, gm
+        self._warned = False
+
+    def __call__(self, *args: Any) -> Any:
+        if self.holds(args):
+            return self.plan(*args)
+        if not self._warned:
+            log.warning("ember_aot: sizes outside the relations this graph was compiled for; "
+                        "running it eagerly for such calls")
+            self._warned = True
+        return self.gm(*args)
+
+
 def aot_autograd(
     fw_compiler: AtenCompiler,
     bw_compiler: AtenCompiler | None = None,
@@ -201,6 +270,7 @@ def aot_autograd(
     inference_compiler: AtenCompiler | None = None,
     keep_inference_input_mutations: bool = False,
     cache: plan_cache.PlanCodec | None = None,
+    dynamic: bool = False,
 ) -> Backend:
     """A backend ``(gm, example_inputs, **kw) -> callable`` built on aten-level compilers.
 
@@ -214,7 +284,10 @@ def aot_autograd(
     ``default_decompositions()``. With ``keep_inference_input_mutations``
     the inference graph keeps its ``copy_`` into mutated inputs instead of returning the new
     values for the runtime to write back. ``cache`` enables the disk cache of plans (see the
-    module docstring).
+    module docstring). ``dynamic``: the compilers take graphs with symbolic sizes (placeholders'
+    ``meta["val"]`` with ``SymInt`` sizes, ``SymInt`` inputs, size arithmetic as nodes), so a
+    dynamic graph is traced and compiled once for every size; without it, a dynamic graph is
+    compiled per concrete input signature.
     """
     config = AOTConfig(
         fw_compiler=fw_compiler,
@@ -225,6 +298,7 @@ def aot_autograd(
             lambda: with_required(decompositions() if callable(decompositions) else decompositions)),
         keep_inference_input_mutations=keep_inference_input_mutations,
         cache=cache,
+        dynamic=dynamic,
     )
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any):

@@ -1,6 +1,7 @@
 """Backend ``aot_eager``: ember_aot's tracing, functionalization and partitioning, with both
 halves run by PyTorch eager (the aten graphs' own ``forward``). A debugging baseline for
-training: if a model misbehaves under ``inductor`` but not here, the bug is in codegen.
+training: if a model misbehaves under ``inductor`` but not here, the bug is in codegen. Running
+graphs as they are, it takes graphs with symbolic sizes: a dynamic graph compiles once.
 """
 from __future__ import annotations
 
@@ -16,4 +17,4 @@ def eager_compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
     return gm.forward
 
 
-aot_eager = aot_autograd(eager_compiler)
+aot_eager = aot_autograd(eager_compiler, dynamic=True)

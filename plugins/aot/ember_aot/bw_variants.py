@@ -10,7 +10,9 @@ tangents (``BackwardVariants``). The backward graph is linear in its tangents, s
 computed only from missing tangents (and saved values) is dropped; a sum with one dropped term
 is the other term; any other op that mixes a dropped value with a live one reads zeros for the
 dropped one, as before. The calling convention stays the same (the missing tangents are passed
-and unused), and the common path, all tangents given, is untouched.
+and unused), and the common path, all tangents given, is untouched. With symbolic sizes the
+zeros' sizes are nodes reading the inputs' sizes, and a sum is replaced by its term only when
+their shapes agree for every size.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from typing import Callable, Sequence
 
 import torch
 import torch.fx
+
+from .symbolic import SizeNodes, hint, known_equal, known_same_shape
 
 aten = torch.ops.aten
 log = logging.getLogger("ember.aot")
@@ -44,9 +48,10 @@ def specialize(gm: torch.fx.GraphModule, num_tangents: int, missing: frozenset[i
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     dropped: set[torch.fx.Node] = set()
     live_tangent: dict[torch.fx.Node, bool] = {}  # node -> computed from a given tangent
+    sizes = SizeNodes(graph)
 
     def zeros(node: torch.fx.Node) -> torch.fx.Node:
-        return _zeros(graph, node.meta["val"])
+        return _zeros(graph, node.meta["val"], sizes)
 
     tangents = {p: i for i, p in enumerate(placeholders[len(placeholders) - num_tangents:])}
     for node in gm.graph.nodes:
@@ -85,13 +90,14 @@ def specialize(gm: torch.fx.GraphModule, num_tangents: int, missing: frozenset[i
     return torch.fx.GraphModule(gm, graph)
 
 
-def _zeros(graph: torch.fx.Graph, val: torch.Tensor) -> torch.fx.Node:
+def _zeros(graph: torch.fx.Graph, val: torch.Tensor, sizes: SizeNodes) -> torch.fx.Node:
     """Zeros laid out as ``val`` (a dense layout: channels-last, transposed), so that the ops
-    reading them give their results the strides traced, which later views rely on."""
-    order = sorted(range(val.dim()), key=lambda d: -val.stride(d))  # outermost first (stable)
+    reading them give their results the strides traced, which later views rely on. The order is
+    read from the example's strides (hints: no guard); symbolic sizes become size nodes."""
+    order = sorted(range(val.dim()), key=lambda d: -hint(val.stride(d)))  # outermost first (stable)
     if not _dense(val, order):  # expanded or overlapping: contiguous zeros, as before
         order = list(range(val.dim()))
-    z = graph.call_function(aten.zeros.default, ([val.shape[d] for d in order],),
+    z = graph.call_function(aten.zeros.default, (sizes.sizes([val.shape[d] for d in order]),),
                             {"dtype": val.dtype, "device": val.device})
     z.meta["val"] = val.permute(order)  # contiguous: the strides sorted
     if order != sorted(order):
@@ -104,7 +110,7 @@ def _dense(val: torch.Tensor, order: list[int]) -> bool:
     """Whether ``val``'s strides are those of a contiguous tensor with its dimensions in ``order``."""
     expected = 1
     for d in reversed(order):
-        if val.shape[d] != 1 and val.stride(d) != expected:
+        if not known_equal(val.shape[d], 1) and not known_equal(val.stride(d), expected):
             return False
         expected *= val.shape[d]
     return True
@@ -117,12 +123,13 @@ def _same_meta(kept: object, node: torch.fx.Node) -> bool:
         return False
     a, b = kept.meta.get("val"), node.meta.get("val")
     return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-            and (a.shape, a.dtype) == (b.shape, b.dtype) and _same_strides(a, b))
+            and a.dtype == b.dtype and known_same_shape(a, b) and _same_strides(a, b))
 
 
 def _same_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal strides, ignoring dimensions of size 1 (whose stride never matters)."""
-    return all(n == 1 or sa == sb for n, sa, sb in zip(a.shape, a.stride(), b.stride()))
+    """Equal strides for every admitted size, ignoring dimensions of size 1 (whose stride never
+    matters)."""
+    return all(known_equal(n, 1) or known_equal(sa, sb) for n, sa, sb in zip(a.shape, a.stride(), b.stride()))
 
 
 class BackwardVariants:

@@ -24,6 +24,7 @@ import torch
 import torch.fx
 
 from .graph_utils import ancestors, extract
+from .symbolic import binding_inputs
 
 log = logging.getLogger("ember.aot")
 
@@ -67,6 +68,8 @@ def split_backward(
             log.debug("gradient groups: a group's backward reads another's tangent; not splitting")
             return whole
         needed = [n for n in saved if n in read]
+        needed += binding_inputs(needed + own, saved)  # the sizes its inputs carry, bare
+        needed.sort(key=saved.index)
         sub = extract(bw_gm, needed + own, [grads[k] for k in group_grads])
         groups.append((GradGroup(outputs, group_grads, tuple(saved_index[n] for n in needed)), sub))
     return groups

@@ -4,7 +4,8 @@
   (forward outputs first, then gradients).
 - ``extract``: copy the part of a graph that computes some nodes from some other nodes into a
   new flat GraphModule.
-- ``node_bytes``: bytes a node's value occupies, 0 for inputs and views of inputs.
+- ``node_bytes``: bytes a node's value occupies, 0 for inputs and views of inputs (at the
+  capture's sizes when they are symbolic).
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import Iterable
 
 import torch
 import torch.fx
+
+from .symbolic import hint
 
 #: ``node.meta`` key set on placeholders of inputs the graph mutates: their values change after
 #: the forward, so a partitioner must not save them (or views of them) for the backward.
@@ -114,9 +117,10 @@ def rooted_at_input(node: torch.fx.Node) -> bool:
 
 
 def tensor_bytes(val: object) -> int:
-    """Bytes of a tensor's elements (not of its whole storage)."""
+    """Bytes of a tensor's elements (not of its whole storage); for symbolic sizes, at the sizes
+    of the capture (a heuristic's number: reading it adds no guard)."""
     if isinstance(val, torch.Tensor):
-        return val.numel() * val.element_size()
+        return hint(val.numel()) * val.element_size()
     return 0
 
 

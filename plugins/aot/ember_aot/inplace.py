@@ -20,6 +20,8 @@ import torch
 import torch.fx
 from torch._subclasses import FakeTensorMode
 
+from .symbolic import known_same_shape
+
 aten = torch.ops.aten
 
 
@@ -68,7 +70,7 @@ def _unaliased(tensor: torch.fx.Node, writes: list[torch.fx.Node]) -> bool:
 def _replacement(node: torch.fx.Node, mode: FakeTensorMode) -> tuple | None:
     """What the in-place ``node`` becomes: ``_SOURCE`` for a ``copy_``, else the functional op and
     its value; None when it writes more than its first argument, has no functional twin, or the
-    twin's result would differ in shape or dtype."""
+    twin's result would differ in shape or dtype (or might, for some admitted size)."""
     schema = node.target._schema
     written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
     if written != [schema.arguments[0].name]:
@@ -77,23 +79,23 @@ def _replacement(node: torch.fx.Node, mode: FakeTensorMode) -> tuple | None:
     if node.target is aten.copy_.default:
         src = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
         same = (len(node.args) == 2 and not node.kwargs and isinstance(src, torch.Tensor)
-                and (src.shape, src.dtype, src.device) == (dst.shape, dst.dtype, dst.device))
+                and (src.dtype, src.device) == (dst.dtype, dst.device) and known_same_shape(src, dst))
         return _SOURCE if same else None
     op = _functional(node.target)
     if op is None:
         return None
     with mode, torch.no_grad():
         val = op(*_vals(node.args), **_vals(node.kwargs))
-    same = isinstance(val, torch.Tensor) and (val.shape, val.dtype) == (dst.shape, dst.dtype)
+    same = isinstance(val, torch.Tensor) and val.dtype == dst.dtype and known_same_shape(val, dst)
     return (op, val) if same else None
 
 
-def _shares_storage(primals: Sequence[torch.Tensor]) -> bool:
-    keys = [p.untyped_storage()._cdata for p in primals]
+def _shares_storage(primals: Sequence[Any]) -> bool:
+    keys = [p.untyped_storage()._cdata for p in primals if isinstance(p, torch.Tensor)]
     return len(set(keys)) < len(keys)
 
 
-def remove_mutations(gm: torch.fx.GraphModule, mode: FakeTensorMode, primals: Sequence[torch.Tensor]) -> bool:
+def remove_mutations(gm: torch.fx.GraphModule, mode: FakeTensorMode, primals: Sequence[Any]) -> bool:
     """Make ``gm`` functional in place (see the module docstring); False, unchanged, if it cannot.
 
     ``primals`` are the fake tensors the leading placeholders were traced with."""

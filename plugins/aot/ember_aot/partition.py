@@ -12,6 +12,12 @@ reductions...) or random (dropout) are pinned to the forward, cheap pointwise an
 be recomputed in the backward. The cut is the cheapest set of values that separates what the
 forward computes from what the backward needs. Random ops are never recomputed, so dropout's
 backward uses the forward's mask.
+
+Symbolic sizes: a size the backward needs (a ``sym_size`` node, or arithmetic on sizes) is saved
+as a Python number (weight 1) or recomputed from a saved tensor's size; and every size symbol
+the backward's inputs carry is bound by one of them (a tensor dimension or a saved size equal
+to the bare symbol: ``symbol_bindings``), so a compiler of the backward alone can read each
+symbol's value off its inputs.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ from .graph_utils import (
     is_view,
     node_bytes,
 )
+from .symbolic import SYMBOLIC, is_sym_node, symbol_bindings
 
 log = logging.getLogger("ember.aot")
 aten = torch.ops.aten
@@ -57,6 +64,7 @@ _CHEAP = {
 
 
 def _build(joint: torch.fx.GraphModule, parts: JointParts, saved: list[torch.fx.Node]) -> Partition:
+    saved = saved + symbol_bindings(joint, parts, saved)
     fw = extract(joint, parts.primals, parts.fwd_outputs + saved)
     bw = extract(joint, saved + parts.tangents, parts.grads)
     return fw, bw
@@ -99,6 +107,8 @@ def is_recomputable(node: torch.fx.Node) -> bool:
         return False
     if node.target is operator.getitem or is_view(node):
         return True
+    if is_sym_node(node):  # arithmetic on sizes; a size read off a tensor is saved, as an int
+        return all(is_sym_node(a) for a in node.all_input_nodes)
     target = node.target
     if not isinstance(target, torch._ops.OpOverload):
         return False
@@ -107,6 +117,8 @@ def is_recomputable(node: torch.fx.Node) -> bool:
 
 def _weight(node: torch.fx.Node) -> float:
     val = node.meta.get("val")
+    if isinstance(val, SYMBOLIC):
+        return 1.0  # a size, saved as a Python number
     if not isinstance(val, torch.Tensor):
         return math.inf  # tuples and non-tensors cannot be saved
     root = input_root(node)

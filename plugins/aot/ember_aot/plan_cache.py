@@ -10,6 +10,8 @@ has one). The key covers everything a plan is built from:
 - grad mode, autocast state, default dtype, deterministic algorithms;
 - ember_aot's own source, torch's version and the codec's salt (its compilers, their settings
   and versions).
+Plans traced with symbolic sizes are not stored (their layouts are expressions over one
+process's size symbols); the per-shape plans of a dynamic graph are, keyed on their sizes.
 
 An entry is one pickle, written to a temporary file and renamed into place, behind a SHA-256 of
 its bytes: a corrupt, truncated or unreadable entry is a miss. The codec's directory is private

@@ -15,5 +15,6 @@ def ember_backends() -> list[BackendSpec]:
             install="",
             description="AOT autograd: forward and backward traced with make_fx, both halves run by PyTorch eager",
             accepts_options=False,
+            dynamic=True,
         )
     ]

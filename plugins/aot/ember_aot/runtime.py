@@ -11,7 +11,10 @@
    the real input after the write-back, so they alias it as in eager), views of a base tensor
    the graph returned (so outputs that aliased each other in eager still do), constants.
 
-Tensors saved for the backward live on the autograd ctx, so each call has its own. The backward
+Tensors saved for the backward live on the autograd ctx, so each call has its own. A plan
+traced with symbolic sizes (``symbolic_inputs``) saves sizes too, as ints; the layouts it needs
+as numbers (tangents to make, views to regenerate) and the sizes the graph returns are computed
+per call from the inputs' sizes (``symbolic.SizeProgram``). The backward
 is not differentiable itself: gradients taken with ``create_graph=True`` raise a clear error
 when differentiated again (double backward).
 """
@@ -30,6 +33,7 @@ from torch.utils import _pytree as pytree
 from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis, same_stride
 from .bw_variants import BackwardVariants
 from .grad_groups import GradGroup
+from .symbolic import SizeProgram
 
 log = logging.getLogger("ember.aot")
 
@@ -55,24 +59,24 @@ class AOTFunction(torch.autograd.Function):
     the forward outputs when the graph has one group; backward: the group's compiled backward."""
 
     @staticmethod
-    def forward(ctx, plan: "CompiledPlan", g: int, primals: list[torch.Tensor],  # type: ignore[override]
-                outs: list[torch.Tensor], *inputs: torch.Tensor):
+    def forward(ctx, plan: "CompiledPlan", g: int, primals: list[Any],  # type: ignore[override]
+                outs: list[torch.Tensor], layouts: list[TangentLayout], *inputs: torch.Tensor):
         if not outs:
             outs.extend(plan.fw(*primals))
         n = plan.num_fwd_outputs
-        ctx.plan, ctx.group = plan, g
+        ctx.plan, ctx.group, ctx.layouts = plan, g, layouts
         # The inputs that get gradients, so that gradients computed with create_graph=True stay
         # connected to them (see _no_double_backward). Leaves are alive anyway; non-leaf inputs
         # are held weakly, so this does not keep activations alive.
         ctx.grad_primals = [p if p.is_leaf else weakref.ref(p) for p in inputs]
         ctx.set_materialize_grads(False)
         if plan._one_group:
-            ctx.save_for_backward(*outs[n:])
+            _save(ctx, outs[n:])
             fwd = tuple(outs[:n])
             ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
             return fwd
         # detached: a node's saved values must not hold (and keep alive) another node's outputs
-        ctx.save_for_backward(*(outs[n + s].detach() for s in plan.grad_groups[g].saved))
+        _save(ctx, [_detached(outs[n + s]) for s in plan.grad_groups[g].saved])
         return tuple(outs[i] for i in plan.group_outputs[g])
 
     @staticmethod
@@ -87,23 +91,50 @@ class AOTFunction(torch.autograd.Function):
         if missing and plan.bw_variants is not None:
             bw = plan.bw_variants.get(ctx.group, len(grads), missing, bw)
         with torch.no_grad():
-            tangents = [_coerce(g, plan.tangent_layouts[i]) for g, i in zip(grads, group.outputs)]
+            tangents = [_coerce(g, ctx.layouts[i]) for g, i in zip(grads, group.outputs)]
+            saved = _saved(ctx)
             try:
-                results = list(bw(*ctx.saved_tensors, *tangents))
+                results = list(bw(*saved, *tangents))
             except RuntimeError as exc:  # a specialised backward that fails: the full one, as before
                 if bw is plan.bw[ctx.group]:
                     raise
                 log.warning("ember_aot: a backward specialised to the gradients given failed (%s); "
                             "running the full backward", exc)
                 plan.bw_variants.cache[(ctx.group, missing)] = bw = plan.bw[ctx.group]
-                results = list(bw(*ctx.saved_tensors, *tangents))
+                results = list(bw(*saved, *tangents))
         if create_graph and results:
             results = _no_double_backward(results, ctx.grad_primals)
         if not group.grads:  # linked to every input requiring grad (see CompiledPlan.__call__)
             results = [None] * len(ctx.grad_primals)
         elif any(g is None for g in grads):
             _drop_unreached(results, plan, group, grads)
-        return (None, None, None, None, *results)
+        return (None, None, None, None, None, *results)
+
+
+def _save(ctx: Any, values: Sequence[Any]) -> None:
+    """Keep the forward's ``values`` for the backward: tensors through ``save_for_backward``,
+    sizes (ints, in a plan with symbolic sizes) on the ctx."""
+    if all(isinstance(v, torch.Tensor) for v in values):
+        ctx.save_for_backward(*values)
+        ctx.scalars = ()
+        return
+    ctx.save_for_backward(*(v for v in values if isinstance(v, torch.Tensor)))
+    ctx.scalars = tuple((k, v) for k, v in enumerate(values) if not isinstance(v, torch.Tensor))
+
+
+def _saved(ctx: Any) -> Sequence[Any]:
+    """The values ``_save`` kept, in their order."""
+    tensors = ctx.saved_tensors
+    if not ctx.scalars:
+        return tensors
+    out = list(tensors)
+    for k, v in ctx.scalars:  # ascending positions: each lands where it was
+        out.insert(k, v)
+    return out
+
+
+def _detached(value: Any) -> Any:
+    return value.detach() if isinstance(value, torch.Tensor) else value
 
 
 def _drop_unreached(results: list[torch.Tensor | None], plan: "CompiledPlan", group: GradGroup,
@@ -146,7 +177,7 @@ class CompiledPlan:
 
     gm: torch.fx.GraphModule
     analysis: GraphAnalysis
-    tensor_pos: list[int]
+    tensor_pos: list[int]               # positions of the primals: tensors (and varying ints, symbolic)
     mutated_inputs: list[int]           # primal indices written back after the forward
     inputs_mutated_in_graph: list[int]  # primal indices the compiled graph mutates itself
     num_fwd_outputs: int
@@ -160,6 +191,9 @@ class CompiledPlan:
     grad_tangents: list[int] = dataclasses.field(default_factory=list)
     # backward graphs specialised to the tangents given, when some are None (see bw_variants)
     bw_variants: BackwardVariants | None = None
+    # symbolic plan: the values traced with, one per argument (fakes with symbolic sizes, SymInts
+    # for varying ints); sizes, layouts and size outputs are then computed per call. None: static
+    symbolic_inputs: list[Any] | None = None
 
     def __post_init__(self) -> None:
         diff = set(self.diff_outputs)
@@ -182,8 +216,9 @@ class CompiledPlan:
                 self._rebuild.append((CONSTANT, info.value, None, False))
             else:
                 slot = info.source if info.kind == INPUT_ALIAS else self._base_slots[info.source]
-                layout = None if info.identity else info.layout
+                layout = None if info.identity else (info.layout.size, info.layout.stride, info.layout.offset)
                 self._rebuild.append((info.kind, slot, layout, info.requires_grad))
+        self._base_layouts = [(b.size, b.stride) for b in self.analysis.base_layouts]
         self._n_outputs = len(self._rebuild)
         # the common case: the user's outputs are the graph's outputs, in order, as a tuple
         self._passthrough = (
@@ -191,6 +226,11 @@ class CompiledPlan:
             and [r[:2] for r in self._rebuild] == [(GRAPH, i) for i in range(n_graph)]
             and self.analysis.out_spec == pytree.tree_structure(tuple(range(n_graph)))
         )
+        # symbolic sizes: the layouts above as numbers, for the sizes of each call (those of the
+        # outputs only when they are rebuilt)
+        outputs = None if self._passthrough else (self._rebuild, self._base_layouts)
+        self._sizes = None if self.symbolic_inputs is None else SizeProgram(
+            (self.tangent_layouts, outputs), self.symbolic_inputs)
 
     def _eager(self, args: Sequence[Any], why: str) -> Any:
         if not self._warned:
@@ -198,34 +238,38 @@ class CompiledPlan:
             self._warned = True
         return self.gm(*args)
 
-    def _grouped_forward(self, primals: list[torch.Tensor]) -> list[torch.Tensor]:
+    def _grouped_forward(self, primals: list[Any], layouts: list[TangentLayout]) -> list[torch.Tensor]:
         """The compiled forward's outputs, with one autograd node per gradient group."""
         outs: list[torch.Tensor] = []
         for g, pick in enumerate(self._group_inputs):
-            attached = AOTFunction.apply(self, g, primals, outs, *pick(primals))
+            attached = AOTFunction.apply(self, g, primals, outs, layouts, *pick(primals))
             for i, t in zip(self.group_outputs[g], attached):
                 outs[i] = t
         return outs
 
-    def _bases_match(self, outs: Sequence[torch.Tensor]) -> bool:
-        for slot, layout in zip(self._base_slots, self.analysis.base_layouts):
+    def _bases_match(self, outs: Sequence[torch.Tensor], layouts: list[tuple]) -> bool:
+        for slot, (size, stride) in zip(self._base_slots, layouts):
             base = outs[slot]
-            if tuple(base.size()) != layout.size or not same_stride(
-                layout.size, base.stride(), layout.stride
-            ):
+            if tuple(base.size()) != size or not same_stride(size, base.stride(), stride):
                 return False
         return True
 
     def __call__(self, *args: Any) -> Any:
         primals = [args[i] for i in self.tensor_pos]
+        tangent_layouts, rebuild, base_layouts = self.tangent_layouts, self._rebuild, self._base_layouts
+        if self._sizes is not None:
+            tangent_layouts, outputs = self._sizes(args)
+            if outputs is not None:
+                rebuild, base_layouts = outputs
         if self._mutates and _mutated_input_aliases(primals, self):
             return self._eager(args, "a mutated input shares memory with another input")
         if self._one_group:
             # without gradients to return (no graph input gets one), the outputs still need grad
-            linked = self._group_inputs[0](primals) or [p for p in primals if p.requires_grad]
-            outs = AOTFunction.apply(self, 0, primals, [], *linked)
+            linked = self._group_inputs[0](primals) or [
+                p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad]
+            outs = AOTFunction.apply(self, 0, primals, [], tangent_layouts, *linked)
         elif self.bw:
-            outs = self._grouped_forward(primals)
+            outs = self._grouped_forward(primals, tangent_layouts)
         elif torch.is_grad_enabled():
             with torch.no_grad():
                 outs = self.fw(*primals)
@@ -233,14 +277,14 @@ class CompiledPlan:
             outs = self.fw(*primals)
         if self._passthrough:
             return tuple(outs[:self._n_outputs])
-        if self._base_slots and not self._bases_match(outs):
+        if self._base_slots and not self._bases_match(outs, base_layouts):
             if self.inputs_mutated_in_graph:
                 raise RuntimeError("ember_aot: compiled graph returned a base with another layout")
             return self._eager(args, "the compiled graph returned a base with another layout")
         if self.mutated_inputs:
             _write_back([primals[j] for j in self.mutated_inputs], outs)
         result = []
-        for kind, slot, layout, grad in self._rebuild:
+        for kind, slot, layout, grad in rebuild:
             if kind == GRAPH:
                 result.append(outs[slot])
             elif kind == CONSTANT:
@@ -252,8 +296,8 @@ class CompiledPlan:
                 if layout is None:
                     result.append(src)
                 else:
-                    offset = src.storage_offset() + layout.offset
-                    result.append(src.as_strided(layout.size, layout.stride, offset))
+                    size, stride, offset = layout
+                    result.append(src.as_strided(size, stride, src.storage_offset() + offset))
         return pytree.tree_unflatten(result, self.analysis.out_spec)
 
 
@@ -281,6 +325,8 @@ def _write_back(targets: list[torch.Tensor], values: Sequence[torch.Tensor]) -> 
 def _mutated_input_aliases(primals: list[torch.Tensor], plan: CompiledPlan) -> bool:
     storages: dict[int, int] = {}
     for t in primals:
+        if not isinstance(t, torch.Tensor):
+            continue
         key = t.untyped_storage().data_ptr()
         storages[key] = storages.get(key, 0) + 1
     for j in plan.mutated_inputs + plan.inputs_mutated_in_graph:

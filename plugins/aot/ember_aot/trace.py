@@ -1,7 +1,8 @@
 """Traces the torch-level graph to a functional aten graph with make_fx under fake tensors.
 
 Two entry points:
-- ``trace_inference``: forward only, traced through ``torch.func.functionalize``.
+- ``trace_inference``: forward only, traced through ``torch.func.functionalize`` (with symbolic
+  sizes, which that would pin, as the joint is traced: below).
 - ``trace_joint``: forward and backward together. The captured graph runs under real autograd
   (on fake tensors), ``torch.autograd.grad`` produces the backward, and make_fx records both as
   one straight-line aten program. Its in-place ops are then rewritten into functional ones
@@ -29,11 +30,12 @@ from torch.fx import traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
-from .analysis import GraphAnalysis, fake_like, group_base, same_stride
+from .analysis import GraphAnalysis, fake_like, group_base
 from .decompositions import DecompositionTable
 from .errors import AOTUnsupported
 from .graph_utils import MUTATED
 from .inplace import remove_mutations
+from .symbolic import is_symbolic, known_equal
 
 aten = torch.ops.aten
 
@@ -50,13 +52,19 @@ class TracedGraph:
     grad_tangents: list[int] = dataclasses.field(default_factory=list)  # see _tangent_masks
 
 
+def primal_positions(args: Sequence[Any]) -> list[int]:
+    """Positions of the arguments that become the traced graph's placeholders: the tensors, and
+    the ints that vary (``SymInt``, in a symbolic trace); other values are baked in."""
+    return [i for i, a in enumerate(args) if isinstance(a, (torch.Tensor, torch.SymInt))]
+
+
 class _Calls:
-    """Binds the user graph's non-tensor arguments so traced functions take tensors only."""
+    """Binds the user graph's other arguments so traced functions take the primals only."""
 
     def __init__(self, gm: torch.fx.GraphModule, args: Sequence[Any], analysis: GraphAnalysis):
         self.gm = gm
         self.args = list(args)
-        self.tensor_pos = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        self.tensor_pos = primal_positions(args)
         self.analysis = analysis
 
     def produced(self, primals: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -69,16 +77,29 @@ class _Calls:
             flat = pytree.tree_leaves(torch.fx.Interpreter(self.gm).run(*full))
         outs = [flat[k] for k in self.analysis.graph_outputs]
         for group in self.analysis.base_groups:
-            outs.append(group_base([flat[k] for k in group]))
+            # the base analysis chose, when it is an output itself: tracing (functionalization)
+            # does not always keep ``_base`` links, and another member would be returned as base
+            member = next((k for k in group if self.analysis.outputs[k].identity), None)
+            outs.append(flat[member] if member is not None else group_base([flat[k] for k in group]))
         return outs
 
 
-def _fakes(mode: FakeTensorMode, calls: _Calls, keep_grad: bool) -> list[torch.Tensor]:
-    out = []
-    for i in calls.tensor_pos:
-        t = calls.args[i]
-        out.append(fake_like(mode, t if keep_grad else t.detach()))
-    return out
+def _fakes(mode: FakeTensorMode, calls: _Calls, keep_grad: bool) -> list[Any]:
+    return [_fresh(mode, calls.args[i], keep_grad) for i in calls.tensor_pos]
+
+
+def _sizes(value: Any) -> tuple:
+    """A primal's sizes and strides (a symbolic int: itself)."""
+    if isinstance(value, torch.Tensor):
+        return (*value.shape, *value.stride())
+    return (value,)
+
+
+def _fresh(mode: FakeTensorMode, value: Any, keep_grad: bool) -> Any:
+    """A fresh fake leaf like the tensor ``value``; a symbolic int as it is."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    return fake_like(mode, value if keep_grad else value.detach())
 
 
 def trace_inference(
@@ -96,6 +117,13 @@ def trace_inference(
         return calls.produced(primals)
 
     primals = _fakes(mode, calls, keep_grad=False)
+    if any(is_symbolic(v) for p in primals for v in _sizes(p)):
+        # torch.func.functionalize reads sizes as ints (``linear`` on a 3-d input), which pins
+        # every symbol it meets: trace as the joint is traced, functionalizing only if needed
+        with mode, torch.no_grad():
+            traced = make_fx(forward, decomposition_table=decompositions)(primals)
+        if remove_mutations(traced, mode, primals):
+            return _finalize(traced, calls, len(primals), 0, keep_input_mutations)
     with mode, torch.no_grad():
         traced = make_fx(
             torch.func.functionalize(forward, remove="mutations"),
@@ -120,7 +148,7 @@ def trace_joint(
         _, layout, dtype, device = produced[k]
         tangent_layouts.append((layout.size, _tangent_stride(layout.size, layout.stride), dtype, device))
     primals = _fakes(mode, calls, keep_grad=True)
-    wrt = [j for j, p in enumerate(primals) if p.requires_grad]
+    wrt = [j for j, p in enumerate(primals) if isinstance(p, torch.Tensor) and p.requires_grad]
     with mode:
         tangents = [torch.empty_strided(s, st, dtype=dt, device=dev) for s, st, dt, dev in tangent_layouts]
     grad_mask: list[bool] = []
@@ -145,7 +173,7 @@ def trace_joint(
         def joint_again(primals, tangents):
             return first(primals, tangents)
 
-        plain = [fake_like(mode, p.detach()) for p in primals]
+        plain = [_fresh(mode, p, keep_grad=False) for p in primals]
         with mode:
             traced = make_fx(
                 torch.func.functionalize(joint_again, remove="mutations"),
@@ -181,19 +209,25 @@ def _tangent_masks(gm: torch.fx.GraphModule, num_primals: int, num_fwd_outputs: 
 
 
 def _tangent_stride(size: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:
-    """The output's stride when it is dense (contiguous or channels-last), else contiguous."""
+    """The output's stride when it is dense (contiguous or channels-last), else contiguous.
+    Symbolic sizes: the output's stride only when it is dense for every admitted size."""
     contiguous = []
     acc = 1
     for s in reversed(size):
         contiguous.append(acc)
-        acc *= max(s, 1)
+        acc = acc * s if isinstance(s, torch.SymInt) else acc * max(s, 1)  # symbolic sizes are >= 2
     contiguous = tuple(reversed(contiguous))
     if len(size) == 4:
         n, c, h, w = size
         channels_last = (h * w * c, 1, w * c, c)
-        if same_stride(size, stride, channels_last):
+        if _known_same_stride(size, stride, channels_last):
             return stride
-    return stride if same_stride(size, stride, contiguous) else contiguous
+    return stride if _known_same_stride(size, stride, contiguous) else contiguous
+
+
+def _known_same_stride(size: Sequence[Any], stride: Sequence[Any], expected: Sequence[Any]) -> bool:
+    """``same_stride`` for every admitted size (sizes may be symbolic)."""
+    return all(known_equal(s, 1) or known_equal(a, b) for s, a, b in zip(size, stride, expected))
 
 
 def _is_mutable(node: torch.fx.Node) -> bool:

@@ -2,7 +2,8 @@
 
 The graphs run with PyTorch eager for warm-up, then are recorded and replayed (``wrapper``).
 Training goes through ember_aot as well: the forward and the backward are each wrapped, so a
-training step replays two graphs. Without CUDA, or with inputs off CUDA, the backend runs the
+training step replays two graphs. Graphs with symbolic sizes are traced once by ember_aot and
+recorded per concrete shape by the wrapper (bounded, one shared pool). Without CUDA, or with inputs off CUDA, the backend runs the
 captured graph eagerly with one warning.
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ def aot_backend(recorder: Any = None) -> Callable:
 
     compile_graph = wrap_compiler(_aten_runner, recorder=recorder)
     return aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
-                        inference_compiler=compile_graph)
+                        inference_compiler=compile_graph, dynamic=True)
 
 
 def cudagraphs(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:

@@ -21,6 +21,7 @@ def ember_backends() -> list[BackendSpec]:
             install="",
             description="records the graph into CUDA graphs and replays it (CUDA only)",
             check=_cuda_check,
+            dynamic=True,
         )
     ]
 

@@ -1,9 +1,10 @@
 """Warm-up, capture and replay with ``torch.cuda``: the only module that touches CUDA graphs.
 
-The wrapper talks to a recorder through four calls (``device_reason``, ``warmup``, ``capture``,
-``replay``), so its logic runs on CPU in tests with a fake recorder. Each capture gets its own
-memory pool: graphs never share memory, so replaying one cannot clobber outputs of another
-(the forward's saved activations, a backward's gradients) that are still alive. Warm-up and
+The wrapper talks to a recorder through five calls (``device_reason``, ``warmup``, ``new_pool``,
+``capture``, ``replay``), so its logic runs on CPU in tests with a fake recorder. A capture gets
+its own memory pool unless the wrapper passes one: a graph's recordings for different input
+shapes share one pool, and the wrapper replays them only where that cannot clobber outputs
+still alive (see ``wrapper``). Warm-up and
 capture run on one side stream per device shared by all recorders: cuBLAS keeps a workspace
 per stream for the life of the process, so a stream per recorder would keep one per graph.
 """
@@ -55,8 +56,14 @@ class CudaRecorder:
             torch.cuda.synchronize()
         return out
 
-    def capture(self, fn: Callable, args: Sequence[Any]) -> tuple[torch.cuda.CUDAGraph, Any]:
-        """Record one call of ``fn`` on ``args``; returns the graph and its (static) outputs.
+    def new_pool(self) -> Any:
+        """A memory pool handle several captures can share."""
+        return torch.cuda.graph_pool_handle()
+
+    def capture(self, fn: Callable, args: Sequence[Any],
+                pool: Any = None) -> tuple[torch.cuda.CUDAGraph, Any]:
+        """Record one call of ``fn`` on ``args`` into ``pool`` (None: a pool of its own); returns
+        the graph and its (static) outputs.
 
         ``torch.cuda.graph`` is not used: when its capture fails it leaves the side stream
         current. Here the stream context always unwinds and a failed capture is always ended.
@@ -69,7 +76,8 @@ class CudaRecorder:
             stream.wait_stream(torch.cuda.current_stream())
             try:
                 with torch.cuda.stream(stream):
-                    graph.capture_begin(torch.cuda.graph_pool_handle(), capture_error_mode="thread_local")
+                    graph.capture_begin(pool if pool is not None else torch.cuda.graph_pool_handle(),
+                                        capture_error_mode="thread_local")
                     try:
                         out = fn(*args)
                     except BaseException:

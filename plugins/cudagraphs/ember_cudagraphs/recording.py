@@ -9,14 +9,18 @@ from .outputs import OutputPlan
 
 
 class Recording:
-    """``fn`` recorded once for one signature, one set of copied inputs, one memory pool."""
+    """``fn`` recorded once for one signature and one set of copied inputs, in a memory pool of
+    its own or in the ``pool`` shared with other recordings (``shared``; ``order``: the how-manyth
+    capture of its wrapper, so the wrapper knows which recordings were captured after it)."""
 
-    def __init__(self, fn: Callable, args: Sequence[Any], copied: Iterable[int], recorder: Any) -> None:
+    def __init__(self, fn: Callable, args: Sequence[Any], copied: Iterable[int], recorder: Any,
+                 pool: Any = None, order: int = 0) -> None:
         self.recorder = recorder
+        self.shared, self.order = pool is not None, order
         self.inputs = InputPlan(args, copied)
         static = self.inputs.static_args(args)
         self.inputs.copy_in(args)
-        self.handle, outs = recorder.capture(fn, static)
+        self.handle, outs = recorder.capture(fn, static, pool)
         self.outputs = OutputPlan(outs, static)
         del outs, static
         self._pool_ptrs = self.outputs.storage_ptrs()

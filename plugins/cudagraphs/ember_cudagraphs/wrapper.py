@@ -21,6 +21,13 @@ to ``max_replicas``; when all of them are in use the call runs without graphs. G
 ``zero_grad`` works this way: the ``.grad`` that took over one replica's output pins it, the
 next backward replays another.
 
+Shapes: a graph with symbolic sizes (issue 25; its example inputs carry ``SymInt`` sizes) is
+recorded per concrete signature, for at most ``max_shapes`` signatures (later ones run without
+graphs, one warning). The first recording of each signature goes into one memory pool per
+wrapper, shared; replicas have their own. In a shared pool a recording captured later may hold
+its outputs in memory an earlier one uses for temporaries, so an earlier recording is replayed
+only while the outputs of every later one are free.
+
 Fallbacks (one logged warning per wrapper and reason, on ``ember.cudagraphs``): no CUDA, inputs
 not all on one CUDA device, a graph that mutates its inputs, calls that record autograd history,
 capture errors (host syncs such as ``.item()`` / ``nonzero``), inputs that overlap themselves.
@@ -44,6 +51,7 @@ from .recording import Recording
 log = logging.getLogger("ember.cudagraphs")
 
 MAX_RERECORDS = 8
+MAX_SHAPES = 8
 
 
 @dataclasses.dataclass
@@ -78,7 +86,7 @@ class CudaGraphed:
     """Callable running ``fn`` through CUDA graphs (see the module docstring)."""
 
     def __init__(self, fn: Callable, *, recorder: Any = None, warmup: int = 1, max_replicas: int = 4,
-                 trust_signature: bool = False, name: str = "") -> None:
+                 trust_signature: bool = False, name: str = "", max_shapes: int = MAX_SHAPES) -> None:
         if recorder is None:
             from .recorder import CudaRecorder
             recorder = CudaRecorder()
@@ -87,6 +95,9 @@ class CudaGraphed:
         self.warmup = max(1, warmup)
         self.max_replicas = max(1, max_replicas)
         self.trust_signature = trust_signature
+        self.max_shapes = max(1, max_shapes)
+        self._pool: Any = None    # shared by the first recording of every signature
+        self._captures = 0
         self.name = name or getattr(fn, "__name__", type(fn).__name__)
         self.stats = {"warmups": 0, "captures": 0, "replays": 0, "eager": 0}
         self._states: dict[Any, _Signature] = {}
@@ -115,6 +126,8 @@ class CudaGraphed:
             key = None if self.trust_signature else signature(args)
             state = self._states.get(key)
             if state is None:
+                if len(self._states) >= self.max_shapes:
+                    return self._eager(args, f"more than {self.max_shapes} input shapes recorded")
                 state = self._states[key] = _Signature()
             if state.eager_reason:
                 return self._eager(args, state.eager_reason)
@@ -155,7 +168,7 @@ class CudaGraphed:
             here = recording.inputs.moved(args)
             if here:
                 moved = here if moved is None else moved
-            elif not recording.busy():
+            elif not recording.busy() and not self._clobbers(recording):
                 if k != len(recordings) - 1:  # most recently used last
                     recordings.append(recordings.pop(k))
                 return recording
@@ -168,6 +181,14 @@ class CudaGraphed:
         if len(state.recordings) >= self.max_replicas and not self._evict(state):
             return None
         return self._record(state, args)
+
+    def _clobbers(self, recording: Recording) -> bool:
+        """Whether replaying ``recording`` could overwrite outputs of a later recording of the
+        shared pool that are still in use (see the module docstring)."""
+        if not recording.shared or len(self._states) == 1:
+            return False
+        return any(r.shared and r.order > recording.order and r.busy()
+                   for s in self._states.values() for r in s.recordings)
 
     def _moved(self, state: _Signature, args: Sequence[Any], moved: list[int]) -> None:
         """No recording reads in place from where the inputs are now.
@@ -198,8 +219,14 @@ class CudaGraphed:
         return False
 
     def _record(self, state: _Signature, args: Sequence[Any]) -> Recording | None:
+        pool = None
+        if not any(r.shared for r in state.recordings):
+            if self._pool is None:
+                self._pool = self.recorder.new_pool()
+            pool = self._pool
+        self._captures += 1
         try:
-            recording = Recording(self.fn, args, state.copied, self.recorder)
+            recording = Recording(self.fn, args, state.copied, self.recorder, pool, self._captures)
         except Exception as exc:
             state.eager_reason = f"recording failed ({type(exc).__name__}: {exc})".replace("\n", " ")
             state.retired.extend(state.recordings)
@@ -238,7 +265,7 @@ def static_reason(gm: torch.fx.GraphModule | None = None, example_inputs: Sequen
 
 def wrap(fn: Callable, example_inputs: Sequence[Any] = (), *, gm: torch.fx.GraphModule | None = None,
          recorder: Any = None, warmup: int = 1, max_replicas: int = 4, trust_signature: bool = False,
-         name: str = "") -> Callable:
+         name: str = "", max_shapes: int = MAX_SHAPES) -> Callable:
     """``fn`` run through CUDA graphs, or ``fn`` itself (one warning) when it cannot be recorded.
 
     ``example_inputs`` (real or fake tensors) and ``gm`` (the graph ``fn`` computes, if known) let
@@ -251,22 +278,35 @@ def wrap(fn: Callable, example_inputs: Sequence[Any] = (), *, gm: torch.fx.Graph
                     name or getattr(fn, "__name__", type(fn).__name__), reason)
         return fn
     return CudaGraphed(fn, recorder=recorder, warmup=warmup, max_replicas=max_replicas,
-                       trust_signature=trust_signature, name=name)
+                       trust_signature=trust_signature, name=name, max_shapes=max_shapes)
 
 
 def wrap_compiler(compiler: Callable, **kwargs: Any) -> Callable:
     """An aten-graph compiler whose compiled graphs run through CUDA graphs (``wrap``).
 
-    The signature of each compiled graph is fixed by the caller's guards (ember's core, ember_aot),
-    so it is not re-checked on every call.
+    The signature of a compiled graph with static sizes is fixed by the caller's guards (ember's
+    core, ember_aot), so it is not re-checked on every call; a graph with symbolic sizes is
+    recorded per concrete signature.
     """
-    kwargs.setdefault("trust_signature", True)
+    trust = kwargs.pop("trust_signature", True)
     name = kwargs.pop("name", "")
 
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         compiled = compiler(gm, example_inputs)
-        return wrap(compiled, example_inputs, gm=gm, name=name or _graph_name(gm), **kwargs)
+        return wrap(compiled, example_inputs, gm=gm, name=name or _graph_name(gm),
+                    trust_signature=trust and not has_symbolic_sizes(example_inputs), **kwargs)
     return compile_graph
+
+
+def has_symbolic_sizes(example_inputs: Sequence[Any]) -> bool:
+    """Whether some example input is a ``SymInt`` or a tensor with symbolic sizes or strides."""
+    for a in example_inputs:
+        if isinstance(a, torch.SymInt):
+            return True
+        if isinstance(a, torch.Tensor) and any(
+                isinstance(s, torch.SymInt) for s in (*a.shape, *a.stride())):
+            return True
+    return False
 
 
 def _graph_name(gm: torch.fx.GraphModule) -> str:

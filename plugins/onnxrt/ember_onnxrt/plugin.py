@@ -15,5 +15,6 @@ def ember_backends() -> list[BackendSpec]:
             install="ember[onnxrt]",
             description="runs the graph in onnxruntime (CPU or CUDA execution providers)",
             accepts_options=True,
+            dynamic=False,  # compiled per concrete shape (the core's per-shape cache)
         )
     ]
