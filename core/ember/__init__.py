@@ -14,6 +14,7 @@ from .api import OptimizedModule, compile, disable, optimize, reset
 from .backends import list_backends, register_backend
 from .errors import BackendCompilerFailed, BackendUnavailable, EmberError, Unsupported
 from .explain import explain
+from .shapes import mark_dynamic, mark_static
 from .export import export
 
 __version__ = "0.1.0"
@@ -32,6 +33,8 @@ __all__ = [
     "explain",
     "export",
     "list_backends",
+    "mark_dynamic",
+    "mark_static",
     "optimize",
     "register_backend",
     "reset",

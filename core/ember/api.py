@@ -48,7 +48,9 @@ def _resolve_backend(backend: str | CompilerFn, mode: str | None, options: dict 
     accepts = bool(spec and spec.accepts_options)
     if (mode not in (None, "default") or options) and not accepts:
         raise ValueError(f"backend {name!r} takes neither mode nor options")
-    return BackendChoice(name, compiler, accepts, mode, options)
+    # a callable passed as it is declares dynamic shapes with a ``dynamic = True`` attribute
+    dynamic = spec.dynamic if spec is not None else getattr(compiler, "dynamic", False) is True
+    return BackendChoice(name, compiler, accepts, mode, options, dynamic=dynamic)
 
 
 def compile(
@@ -64,8 +66,9 @@ def compile(
     """Compile ``model`` (a function, method, lambda or nn.Module) just in time.
 
     Same signature as ``torch.compile``; usable as ``@ember.compile`` and
-    ``@ember.compile(backend=...)``. ``dynamic`` is accepted for compatibility: ember
-    specializes on shapes and recompiles on new ones (up to ``config.cache_size_limit``).
+    ``@ember.compile(backend=...)``. ``dynamic``: None specialises sizes first and makes those
+    that change symbolic on the next compilation; True makes every size symbolic from the
+    first; False specialises every size (see :mod:`ember.shapes`).
     """
     kwargs = dict(backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, options=options,
                   disable=disable)
@@ -75,15 +78,15 @@ def compile(
         return model
     choice = _resolve_backend(backend, mode, options)
     if isinstance(model, torch.nn.Module):
-        cf = CompiledFunction(trampoline(model), choice, fullgraph)
+        cf = CompiledFunction(trampoline(model), choice, fullgraph, dynamic)
         return OptimizedModule(model, make_wrapper(cf))
     if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
-        cf = CompiledFunction(model.__func__, choice, fullgraph)
+        cf = CompiledFunction(model.__func__, choice, fullgraph, dynamic)
         return make_wrapper(cf, bound_self=model.__self__, has_self=True)
     if isinstance(model, types.FunctionType):
-        return make_wrapper(CompiledFunction(model, choice, fullgraph))
+        return make_wrapper(CompiledFunction(model, choice, fullgraph, dynamic))
     if callable(model):
-        return make_wrapper(CompiledFunction(trampoline(model), choice, fullgraph))
+        return make_wrapper(CompiledFunction(trampoline(model), choice, fullgraph, dynamic))
     raise TypeError(f"ember.compile expects a callable or an nn.Module, got {type(model).__name__}")
 
 

@@ -156,11 +156,13 @@ def register_backend(
     compiler_fn: CompilerFn | None = None,
     name: str | None = None,
     tags: Sequence[str] = (),
+    dynamic: bool = False,
 ) -> Any:
-    """Register a ``(gm, example_inputs) -> callable`` backend; usable as a decorator."""
+    """Register a ``(gm, example_inputs) -> callable`` backend; usable as a decorator.
+    ``dynamic=True``: it handles graphs with symbolic sizes (see ``BackendSpec.dynamic``)."""
 
     def register(fn: CompilerFn) -> CompilerFn:
-        REGISTRY.register(BackendSpec(name=name or fn.__name__, compiler=fn, tags=tuple(tags)))
+        REGISTRY.register(BackendSpec(name=name or fn.__name__, compiler=fn, tags=tuple(tags), dynamic=dynamic))
         return fn
 
     return register if compiler_fn is None else register(compiler_fn)

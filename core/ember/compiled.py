@@ -27,6 +27,8 @@ from .capture.resume import make_resume_function
 from .capture.skips import never_traced
 from .codegen import make_binder, make_eager_caller, make_runner
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
+from .shape_guards import add_shape_guards
+from .shapes import PerShapeCache, ShapePolicy, is_dynamic
 from .tracebacks import pass_through, register_resume, shown_as_user_code
 
 log_recompiles = logging.getLogger("ember.recompiles")
@@ -73,10 +75,12 @@ def format_unsupported(exc: Unsupported) -> str:
 class CompiledFunction:
     """Compilation state of one Python function under one backend configuration."""
 
-    def __init__(self, fn: types.FunctionType, backend: "BackendChoice", fullgraph: bool) -> None:
+    def __init__(self, fn: types.FunctionType, backend: "BackendChoice", fullgraph: bool,
+                 dynamic: bool | None = None) -> None:
         self.fn = fn
         self.backend = backend
         self.fullgraph = fullgraph
+        self.policy = ShapePolicy(dynamic)
         self.entries: list[Entry] = []
         self.bind = make_binder(fn)
         self.call_eager = make_eager_caller(fn)
@@ -135,7 +139,7 @@ class CompiledFunction:
         start = time.perf_counter()
         _notify("capturing", active=True)
         try:
-            cap = capture(self.fn, L, allow_breaks=not self.fullgraph)
+            cap = capture(self.fn, L, allow_breaks=not self.fullgraph, policy=self.policy)
         except Unsupported as exc:
             return self._fallback_entry(exc)
         finally:
@@ -143,15 +147,21 @@ class CompiledFunction:
         if cap.break_exc is not None:
             self._note_break(cap.break_exc)
         gm = cap.graph_module
-        if gm is not None:
-            _notify("graph", graph=gm, function=self.name, guards=cap.guards.describe())
         compiled = None
         if gm is not None:
             if log_graph.isEnabledFor(logging.INFO):
                 log_graph.info("graph of %s:\n%s", self.name, gm.print_readable(print_output=False))
-            compiled = _restore_grad_mode_on_error(self.backend.compile(gm, cap.example_inputs), gm)
-        what = "resume function"
+            if not cap.tensor_work:  # only arithmetic on symbolic ints: no backend involved
+                compiled = gm.forward
+            elif is_dynamic(gm) and not self.backend.dynamic:  # compiled per concrete shape
+                compiled = PerShapeCache(self.backend.compile, gm, cap.example_inputs, self.backend.name)
+            else:
+                compiled = self.backend.compile(gm, cap.example_inputs)
+            compiled = _restore_grad_mode_on_error(compiled, gm)
+        what = "shape guards"
         try:
+            add_shape_guards(cap.guards, cap.state.graph)  # after the backend: its guards too
+            what = "resume function"
             namespace = dict(cap.consts.values)
             if cap.resumes:
                 namespace["___callee"] = self.callee
@@ -165,6 +175,8 @@ class CompiledFunction:
             guard, reasons = cap.guards.compile(cap.input_sources)
         except Exception as exc:
             return self._fallback_entry(GeneratedCodeFailed(what, exc, cap.guards))
+        if gm is not None and cap.tensor_work:
+            _notify("graph", graph=gm, function=self.name, guards=cap.guards.describe())
         if log_guards.isEnabledFor(logging.INFO):
             log_guards.info("guards of %s:\n  %s", self.name, "\n  ".join(cap.guards.describe()))
         self.compile_times.append(time.perf_counter() - start)
@@ -186,7 +198,7 @@ class CompiledFunction:
             fn = make_resume_function(self.fn, request.offset, request.layout, request.local_names,
                                       request.opaque_locals)
             register_resume(fn.__code__)
-            child = CompiledFunction(fn, self.backend, fullgraph=False)
+            child = CompiledFunction(fn, self.backend, fullgraph=False, dynamic=self.policy.dynamic)
             child.parent = self
             wrapper = self.resumes[key] = make_wrapper(child)
         return wrapper
@@ -201,7 +213,7 @@ class CompiledFunction:
         if isinstance(fn, types.FunctionType) and not hasattr(fn, "__ember__"):
             compiled = self.callees.get(fn)
             if compiled is None:
-                compiled = self.callees[fn] = make_wrapper(CompiledFunction(fn, self.backend, False))
+                compiled = self.callees[fn] = make_wrapper(CompiledFunction(fn, self.backend, False, self.policy.dynamic))
             return compiled
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             inner = self.callee(fn.__func__)
@@ -217,7 +229,8 @@ class CompiledFunction:
                 return fn  # the break is inside this module's own call: it runs as it is
             compiled = self.callees.get(fn)
             if compiled is None:  # captured from its __call__, so that the hooks are inlined
-                compiled = self.callees[fn] = make_wrapper(CompiledFunction(trampoline(fn), self.backend, False))
+                compiled = self.callees[fn] = make_wrapper(
+                    CompiledFunction(trampoline(fn), self.backend, False, self.policy.dynamic))
             return compiled
         if isinstance(fn, torch.nn.Module) and not isinstance(fn, OptimizedModuleLike):
             forward = type(fn).forward
@@ -226,7 +239,8 @@ class CompiledFunction:
                 # class and structure, so a fresh model of the same structure reuses its entries
                 compiled = self.callees.get(forward)
                 if compiled is None:
-                    compiled = self.callees[forward] = make_wrapper(CompiledFunction(forward, self.backend, False))
+                    cf = CompiledFunction(forward, self.backend, fullgraph=False, dynamic=self.policy.dynamic)
+                    compiled = self.callees[forward] = make_wrapper(cf)
                 return types.MethodType(compiled, fn)
         return fn
 
@@ -256,8 +270,9 @@ class BackendChoice:
     """A resolved backend plus the options given to ``ember.compile``."""
 
     def __init__(self, name: str, compiler: Callable, accepts_options: bool, mode: str | None,
-                 options: dict | None) -> None:
+                 options: dict | None, dynamic: bool = False) -> None:
         self.name = name
+        self.dynamic = dynamic  # the backend takes graphs with symbolic sizes (BackendSpec.dynamic)
         self.compiler = compiler
         self.accepts_options = accepts_options
         self.mode = mode

@@ -108,20 +108,32 @@ class GuardSet:
         self._add("keys", (source,), f"type({{0}}) is {t} and tuple({{0}}.keys()) == {keys}",
                   f"{source.describe()} keys == {tuple(value.keys())!r}")
 
-    def tensor(self, source: Source, t: torch.Tensor) -> None:
-        spec = (type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+    def tensor(self, source: Source, t: torch.Tensor, fake: torch.Tensor | None = None) -> None:
+        """Type, dtype, device, sizes, strides and requires_grad; a size or stride that is
+        symbolic in ``fake`` (a dynamic dimension) is not compared here: -1 in the spec, "any"
+        (the relations between such sizes are guarded by :mod:`ember.shape_guards`)."""
+        shape, stride = tuple(t.shape), tuple(t.stride())
+        if fake is not None:
+            shape = tuple(s if type(s) is int else -1 for s in fake.shape)
+            stride = tuple(s if type(s) is int else -1 for s in fake.stride())
+        spec = (type(t), t.dtype, t.device, shape, stride, t.requires_grad)
         kind, dtype, device, shape, stride, grad = spec
         c = self.consts
+        if -1 in shape or -1 in stride:
+            sizes = "".join(f" and {{0}}.size({i}) == {s}" for i, s in enumerate(shape) if s != -1)
+            strides = "".join(f" and {{0}}.stride({i}) == {s}" for i, s in enumerate(stride) if s != -1)
+            layout = f" and {{0}}.dim() == {len(shape)}{sizes}{strides}"
+        else:
+            layout = f" and {{0}}.shape == {shape!r} and {{0}}.stride() == {stride!r}"
         template = (
             f"type({{0}}) is {c.name(kind, 't')}"
             f" and {{0}}.dtype is {c.name(dtype, 'dtype')}"
             f" and {{0}}.device == {c.name(device, 'dev')}"
-            f" and {{0}}.shape == {shape!r}"
-            f" and {{0}}.stride() == {stride!r}"
+            f"{layout}"
             f" and {{0}}.requires_grad is {grad!r}"
         )
-        desc = (f"{source.describe()}: {kind.__name__} {dtype} {device} shape={shape} "
-                f"stride={stride} requires_grad={grad}")
+        desc = (f"{source.describe()}: {kind.__name__} {dtype} {device} shape={_shown(shape)} "
+                f"stride={_shown(stride)} requires_grad={grad}")
         self._add("tensor", (source,), template, desc, spec)
 
     def lacks(self, source: Source, name: str) -> None:
@@ -200,6 +212,11 @@ class GuardSet:
 
     def describe(self) -> list[str]:
         return [c.description for c in self.checks]
+
+
+def _shown(sizes: tuple[int, ...]) -> str:
+    """``(4, 8)``, with ``*`` for a dynamic size: ``(*, 8)``."""
+    return repr(sizes) if -1 not in sizes else "(" + ", ".join("*" if s == -1 else str(s) for s in sizes) + ")"
 
 
 #: Tensor types whose metadata Python reads straight from the C++ tensor (no Python override of

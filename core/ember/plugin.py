@@ -32,6 +32,11 @@ class BackendSpec:
     install:     what to ``pip install`` when a required module is missing.
     description: one line for ``python -m ember backends``.
     accepts_options: the compiler takes keyword arguments ``mode=`` and ``options=``.
+    dynamic:     the compiler accepts graphs with symbolic sizes (``torch.SymInt`` in the
+                 placeholders' ``meta["val"]``) and returns a callable correct for every size the
+                 guards admit; a backend without it is compiled once per concrete shape. A
+                 compiler passed to ``ember.compile`` as a callable declares it with an
+                 attribute ``dynamic = True``.
     check:       optional ``"module:attr"`` (or callable) returning "" when the backend can run
                  on this machine, else the reason it cannot (e.g. "needs a CUDA device").
     dynamic:     the compiler takes graphs with symbolic sizes and returns a callable right for

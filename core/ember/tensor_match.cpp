@@ -6,7 +6,8 @@
 // strides and requires_grad: the same test as the guard's Python expression
 // ``type(t) is T and t.dtype is D and t.device == dev and t.shape == S and t.stride() == st
 // and t.requires_grad is rg``, without creating a torch.Size, a tuple or a torch.device per
-// tensor. Anything the C++ side cannot read (a sparse or nested tensor's strides, say) is a
+// tensor. A size or stride of -1 in a spec matches any value (a dynamic dimension, whose
+// relations the guard checks in Python after this call). Anything the C++ side cannot read (a sparse or nested tensor's strides, say) is a
 // mismatch, never an exception: the guard then fails and the call recompiles.
 #include <Python.h>
 
@@ -107,12 +108,21 @@ int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
   return 0;
 }
 
+// Equal lengths, and every item equal where the spec's is not -1 ("any").
+bool ints_match(c10::IntArrayRef actual, const std::vector<int64_t>& spec) {
+  if (actual.size() != spec.size()) return false;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (spec[i] != -1 && actual[i] != spec[i]) return false;
+  }
+  return true;
+}
+
 bool matches(PyObject* obj, const Spec& spec) {
   if (Py_TYPE(obj) != spec.type) return false;  // also proves obj is a tensor
   try {
     const at::Tensor& t = THPVariable_Unpack(obj);
     return t.scalar_type() == spec.dtype && t.device() == spec.device &&
-           t.sizes().equals(spec.sizes) && t.strides().equals(spec.strides) &&
+           ints_match(t.sizes(), spec.sizes) && ints_match(t.strides(), spec.strides) &&
            t.requires_grad() == spec.requires_grad;
   } catch (...) {
     return false;

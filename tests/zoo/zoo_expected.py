@@ -9,16 +9,14 @@ machine);
 ``EMBER_ZOO=all`` runs every model."""
 from __future__ import annotations
 
-_GENERATE_RECOMPILE = ("no break, 4 graphs vs torch.compile's 3: each of generate's 4 forward calls compiles; "
-                       "the second decode step (attention_mask (2, 10), KV cache length 9) compiles with "
-                       "static sizes where torch.compile makes them dynamic and reuses that graph")
+_GENERATE_RECOMPILE = ("no break, 4 graphs vs torch.compile's 3: with dynamic shapes the other decoders' "
+                       "generate compiles 3 graphs as torch.compile does; mistral's fourth is not yet explained")
 
 SHORTFALLS: dict[tuple[str, str], str] = {
     ("deberta-v2", "train"): ("2 graphs / 3 breaks vs torch.compile's 2 / 2: the loss's (labels >= 0).nonzero() "
                               "(data-dependent shape) breaks inside forward, inlined under the model's call: "
                               "ember breaks at that call and again in forward's own frame, torch.compile once"),
-    **{(name, "generate"): _GENERATE_RECOMPILE for name in ("gpt2", "gpt-neo", "opt", "bloom", "llama",
-                                                             "mistral", "qwen2", "phi", "gemma")},
+    ("mistral", "generate"): _GENERATE_RECOMPILE,
 }
 
 CI_SHARE: tuple[str, ...] = ("bert", "deberta-v2", "gpt2", "llama", "t5", "bart", "vit", "swin")

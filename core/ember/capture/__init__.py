@@ -51,6 +51,7 @@ from .output import OutputBuilder
 from .resume import ARG_KINDS, OPAQUE
 from .sources import Constants, DictEntrySource, LocalSource, Source
 from .state import CaptureState
+from .symbolic import has_symbolic
 from .values import ConstVar
 
 
@@ -65,15 +66,20 @@ class Capture:
     state: CaptureState
     resumes: list[ResumeRequest] = dataclasses.field(default_factory=list)
     break_exc: Unsupported | None = None
+    #: False for a graph of size arithmetic only (int inputs made symbolic): it is run as it
+    #: is, never given to a backend
+    tensor_work: bool = True
 
     @property
     def guards(self):  # noqa: ANN201 - GuardSet
         return self.state.guards
 
 
-def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool = True) -> Capture:
-    """Interpret ``fn`` called with the arguments bound in ``f_locals``."""
-    state = CaptureState()
+def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool = True,
+            policy: Any = None) -> Capture:
+    """Interpret ``fn`` called with the arguments bound in ``f_locals``; ``policy`` (an
+    ember.shapes.ShapePolicy) says which sizes are symbolic."""
+    state = CaptureState(policy=policy)
     state.guards.grad_mode()
     state.guards.inference_mode()
     state.guards.autocast()
@@ -163,7 +169,8 @@ def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resume
     remove_dead_nodes(graph.graph)
     if any(n.meta.get("mutates") for n in graph.graph.nodes):
         # in-place work on inputs is only right for the aliasing seen at capture time
-        state.guards.distinct([s for s, _, _ in graph.inputs if not isinstance(s, DictEntrySource)])
+        state.guards.distinct([s for s, _, v in graph.inputs
+                               if isinstance(v, torch.Tensor) and not isinstance(s, DictEntrySource)])
     has_work = any(n.op in ("call_function", "call_method") for n in graph.graph.nodes)
     gm = None
     used: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
@@ -187,6 +194,8 @@ def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resume
         state=state,
         resumes=resumes,
         break_exc=reason or None,
+        tensor_work=any(n.op in ("call_function", "call_method") and not has_symbolic(n.meta.get("val"))
+                        for n in graph.graph.nodes),
     )
 
 

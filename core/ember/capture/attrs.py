@@ -20,6 +20,7 @@ from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
 from .instances import pin
 from .dispatch import handles_call
 from .sources import AttrSource, DictEntrySource
+from .symbolic import constant_of, has_symbolic
 from .torch_ops import GRAPH_BREAK_CALLS, UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS, module_is_trusted
 from .values import (
     BoundMethodVar, ConstVar, DictVar, FunctionVar, ListVar, SetVar, TensorVar, TupleVar, Var,
@@ -120,7 +121,12 @@ def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
     if name in UNSUPPORTED_TENSOR_ATTRS:
         frame.fail(f"Tensor.{name} is not supported in captured code")
     if name in _TENSOR_METADATA:
-        return ConstVar(getattr(obj.fake, name))
+        value = getattr(obj.fake, name)
+        if name == "shape" and has_symbolic(value):  # a dynamic size: computed by the graph
+            return frame.state.graph.call("call_method", "size", (obj,), {})
+        if has_symbolic(value):  # nbytes of a dynamic tensor: specialised (and guarded)
+            value = int(value)
+        return ConstVar(constant_of(value))
     if name in _TENSOR_VIEW_ATTRS:
         import operator  # noqa: F401  (getattr node)
 

@@ -1,7 +1,8 @@
 """Wrapping real Python values read from the frame into symbolic values, with their guards.
 
 This is the only place where a value enters the capture from outside; it decides the guard:
-tensors on metadata, primitives on value, flat tuples of primitives (a convolution's stride) as
+tensors on metadata (sizes the shape policy makes dynamic excepted), primitives on value
+(ints the policy makes symbolic on type), flat tuples of primitives (a convolution's stride) as
 one constant, other containers on type and length (their items are wrapped one by one),
 modules and user objects on their class (:mod:`.instances`), anything else (functions, classes,
 modules of Python) on identity.
@@ -44,8 +45,18 @@ def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
         if existing is not None:
             guards.same_object(source, existing.source)
             return existing
-        guards.tensor(source, value)
-        return state.graph.add_input(source, value)
+        dims = state.policy.tensor_dims(source, value) if state.policy is not None else frozenset()
+        var = state.graph.add_input(source, value, dims)
+        guards.tensor(source, value, var.fake)
+        return var
+    if type(value) is int and source is not None and state.policy is not None \
+            and state.policy.int_is_dynamic(source, value):
+        var = state.graph.add_symint_input(source, value)
+        if isinstance(var, ConstVar):  # 0 and 1 stay specialised
+            guards.equals(source, value)
+        else:  # its value is guarded by the relations the ShapeEnv records
+            guards.type_match(source, value)
+        return var
     if isinstance(value, _PRIMITIVES) or isinstance(value, _TORCH_VALUES):
         if source is not None:
             guards.equals(source, value)

@@ -20,6 +20,7 @@ from .instances import InstanceVar, pin
 from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
 from .torch_ops import BINARY_OPS
 from .objects import ObjectVar
+from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
     BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
@@ -56,7 +57,7 @@ def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
     if isinstance(obj, TensorVar):
         if obj.fake.dim() == 0:
             frame.fail("len() of a 0-d tensor")
-        return ConstVar(obj.fake.shape[0])
+        return frame.state.graph.call("call_method", "size", (obj, ConstVar(0)), {})
     if isinstance(obj, ConstVar):
         from .ops import call_dunder
 
@@ -223,6 +224,9 @@ BUILTIN_HANDLERS[collections.OrderedDict] = functools.partial(_dict, dict_type=c
 
 def _fold_or_reduce(frame: "Frame", args: list, pick: Callable) -> Var:
     items = iterate(frame, args[0]) if len(args) == 1 else list(args)
+    symbolic = sym_minmax(frame, items, pick)
+    if symbolic is not None:
+        return symbolic
     values = [_const_or_none(v) for v in items]
     if all(v is not NotConstant for v in values):
         return lift(pick(values))
@@ -251,6 +255,20 @@ def _sum(frame: "Frame", args: list, kwargs: dict) -> Var:
     for item in items:
         total = binary(frame, "+", total, item)
     return total
+
+
+@handles(int)
+def _int(frame: "Frame", args: list, kwargs: dict) -> Var:
+    same = sym_int(args, kwargs)  # int() of a symbolic size is that size
+    if same is not None:
+        return same
+    try:
+        py_args = [python_value(a) for a in args]
+        py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
+    except NotConstant:
+        frame.fail("int() of a tensor or a captured container")
+        raise
+    return lift(evaluate(int, *py_args, **py_kwargs))
 
 
 @handles(abs)

@@ -10,6 +10,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from .instances import pin
+from .symbolic import SliceVar, SymVar
 from .values import BoundMethodVar, ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -26,27 +27,35 @@ READ_ONLY_METHODS = frozenset({"get", "keys", "values", "items", "__getitem__", 
                                "count", "copy"})
 
 
-def python_value(var: Var) -> Any:
+def python_value(var: Var, specialize: bool = True) -> Any:
     """The Python value of a fully constant Var; raises NotConstant otherwise. The value goes
-    to real Python code: an object guarded on its class is now guarded on its identity."""
+    to real Python code: an object guarded on its class is now guarded on its identity. A
+    symbolic size is specialised to its value (the ShapeEnv guards it), unless ``specialize`` is
+    False."""
     if isinstance(var, ConstVar):
         pin(var)
         return var.value
+    if isinstance(var, SymVar):
+        if not specialize:
+            raise NotConstant("a symbolic size")
+        return var.concrete()
+    if isinstance(var, SliceVar):
+        return slice(*(python_value(v, specialize) for v in (var.start, var.stop, var.step)))
     if isinstance(var, TupleVar):
-        items = [python_value(v) for v in var.items]
+        items = [python_value(v, specialize) for v in var.items]
         if var.tuple_type is tuple:
             return tuple(items)
         if hasattr(var.tuple_type, "_fields"):
             return var.tuple_type(*items)
         return var.tuple_type(items)
     if isinstance(var, ListVar):
-        return [python_value(v) for v in var.items]
+        return [python_value(v, specialize) for v in var.items]
     if isinstance(var, DictVar):
-        return {k: python_value(v) for k, v in var.items.items()}
+        return {k: python_value(v, specialize) for k, v in var.items.items()}
     if isinstance(var, SetVar):
         return set(var.items)
     if isinstance(var, BoundMethodVar):
-        return types.MethodType(python_value(var.func), python_value(var.self_var))
+        return types.MethodType(python_value(var.func, specialize), python_value(var.self_var, specialize))
     raise NotConstant(type(var).__name__)
 
 

@@ -2,7 +2,10 @@
 
 Each torch call the interpreter meets is run once on fake tensors (shapes, dtypes and strides
 only, no data) to learn its result, and recorded as an fx node. Results that hold no tensor
-(``x.size()``, ``x.dim()``) are metadata of guarded inputs and become constants.
+(``x.size()``, ``x.dim()``) are metadata of guarded inputs and become constants, except sizes
+of dynamic dimensions, which stay nodes (:mod:`.symbolic`). The fake tensors live in one
+``ShapeEnv`` per capture; inputs get symbolic sizes only in the dimensions the shape policy
+(:mod:`ember.shapes`) makes dynamic.
 """
 from __future__ import annotations
 
@@ -12,11 +15,14 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
 from ..errors import Unsupported
 from . import global_state
 from .eager_checks import CheckedFakeTensorMode
 from .positions import WalkedFrame, stack_trace
 from .sources import Source
+from .symbolic import InputToken, SliceVar, SymVar, constant_of, has_symbolic, wrap_value
 from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
 
 _FAKE_ERRORS: tuple[type[BaseException], ...]
@@ -42,8 +48,14 @@ class GraphBuilder:
 
     def __init__(self) -> None:
         self.graph = torch.fx.Graph()
-        self.fake_mode = CheckedFakeTensorMode()
-        self.inputs: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
+        # data-dependent results (``nonzero``, ``item``) stay errors, i.e. graph breaks
+        self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        self.fake_mode = CheckedFakeTensorMode(shape_env=self.shape_env, static_shapes=True)
+        #: graph inputs: tensors, and ints that are symbolic (their real value is passed)
+        self.inputs: list[tuple[Source, torch.fx.Node, Any]] = []
+        #: every input given symbols, with its fake tensor or SymInt, in the order of their
+        #: ``InputToken`` (inputs the graph does not use too: their symbols may be guarded)
+        self.symbolic_inputs: list[tuple[Source, Any]] = []
         self._input_vars: dict[int, TensorVar] = {}
         self._last_placeholder: torch.fx.Node | None = None
         self._fake_vars: dict[int, TensorVar] = {}
@@ -69,7 +81,7 @@ class GraphBuilder:
         """The variable already standing for this exact tensor object, if any."""
         return self._input_vars.get(id(tensor))
 
-    def add_input(self, source: Source, tensor: torch.Tensor) -> TensorVar:
+    def _placeholder(self, source: Source) -> torch.fx.Node:
         if self._last_placeholder is None:
             ctx = self.graph.inserting_before(next(iter(self.graph.nodes), None))
         else:
@@ -77,7 +89,21 @@ class GraphBuilder:
         with ctx:
             node = self.graph.placeholder(_node_name(source))
         self._last_placeholder = node
-        fake = self.fake_mode.from_tensor(tensor, static_shapes=True)
+        return node
+
+    def add_input(self, source: Source, tensor: torch.Tensor, dynamic_dims: frozenset[int] = frozenset()) -> TensorVar:
+        """A tensor input; the sizes in ``dynamic_dims`` become symbols (duck-sized: equal sizes
+        share one; sizes 0 and 1 stay constants)."""
+        node = self._placeholder(source)
+        if dynamic_dims:
+            context = StatelessSymbolicContext(
+                dynamic_sizes=[DimDynamic.DUCK if d in dynamic_dims else DimDynamic.STATIC for d in range(tensor.dim())],
+                constraint_sizes=[None] * tensor.dim())
+            token = InputToken(len(self.symbolic_inputs))
+            fake = self.fake_mode.from_tensor(tensor, static_shapes=False, source=token, symbolic_context=context)
+            self.symbolic_inputs.append((source, fake))
+        else:
+            fake = self.fake_mode.from_tensor(tensor, static_shapes=True)
         node.meta["example_value"] = fake
         node.meta["val"] = fake
         node.meta["source"] = source.describe()
@@ -85,6 +111,19 @@ class GraphBuilder:
         self.inputs.append((source, node, tensor))
         self._input_vars[id(tensor)] = var
         return self._track(var)
+
+    def add_symint_input(self, source: Source, value: int) -> Var:
+        """A Python int that varies between calls: a SymInt placeholder (a constant for 0 and 1)."""
+        token = InputToken(len(self.symbolic_inputs))
+        sym = self.shape_env.create_unspecified_symint_and_symbol(value, token, DimDynamic.DYNAMIC)
+        if not isinstance(sym, torch.SymInt):
+            return ConstVar(value, source)
+        self.symbolic_inputs.append((source, sym))
+        node = self._placeholder(source)
+        node.meta["val"] = node.meta["example_value"] = sym
+        node.meta["source"] = source.describe()
+        self.inputs.append((source, node, value))
+        return SymVar(node, sym, source)
 
     # -- calls ----------------------------------------------------------------------------
     def call(self, kind: str, target: Any, args: tuple[Var, ...], kwargs: dict[str, Var]) -> Var:
@@ -124,13 +163,16 @@ class GraphBuilder:
         if before is not None and global_state.snapshot() != before:
             before.restore()  # capture never changes the state the program runs in
             raise Unsupported(f"{_target_name(target)} changes torch's global state")
-        if not _has_tensor(result) and not mutated:
-            if not fakes_in and not _is_query(target):
+        symbolic = not _has_tensor(result) and has_symbolic(result)  # a dynamic size
+        if not _has_tensor(result) and not mutated and not symbolic:
+            if not fakes_in and not _is_query(target) and not _has_sym_arg(args, kwargs):
                 raise Unsupported(f"{_target_name(target)} may change torch's global state")
-            return ConstVar(result)  # metadata of guarded inputs, e.g. x.size()
+            return ConstVar(constant_of(result))  # metadata of guarded inputs, e.g. x.size()
         node_args = tuple(to_arg(a) for a in args)
         node_kwargs = {k: to_arg(v) for k, v in kwargs.items()}
         node = self.locate(self.graph.create_node(kind, target, node_args, node_kwargs))
+        if symbolic:
+            return wrap_value(self.graph, node, result)
         if mutated:
             node.meta["mutates"] = True
         if not _has_tensor(result):  # e.g. operator.setitem: kept for its effect
@@ -149,8 +191,10 @@ class GraphBuilder:
                     child = self.graph.call_function(operator.getitem, (node, i))
                     child.stack_trace = node.stack_trace
                     items.append(self.wrap_result(child, item))
+                elif has_symbolic(item):
+                    items.append(wrap_value(self.graph, self.graph.call_function(operator.getitem, (node, i)), item))
                 else:
-                    items.append(ConstVar(item))
+                    items.append(ConstVar(constant_of(item)))
             if isinstance(result, list):
                 return ListVar(items)
             return TupleVar(items, tuple_type=type(result))
@@ -190,6 +234,10 @@ def _looks_inplace(kind: str, target: Any, kwargs: dict[str, Var]) -> bool:
     inplace = kwargs.get("inplace")
     return (target in _INPLACE_OPERATORS or (name.endswith("_") and not name.endswith("__"))
             or "out" in kwargs or (isinstance(inplace, ConstVar) and inplace.value is True))
+
+
+def _has_sym_arg(args: tuple[Var, ...], kwargs: dict[str, Var]) -> bool:
+    return any(isinstance(v, SymVar) for v in (*args, *kwargs.values()))
 
 
 def _tensor_vars(args: tuple[Var, ...], kwargs: dict[str, Var]) -> list[TensorVar]:
@@ -243,24 +291,28 @@ _GRAPH_CONSTANTS = (bool, int, float, complex, str, type(None), slice, type(Elli
                     torch.device, torch.layout, torch.memory_format, torch.Size)
 
 
-def _convert(var: Var, tensor_fn: Callable[[TensorVar], Any]) -> Any:
+def _convert(var: Var, tensor_fn: Callable[[TensorVar], Any], sym_fn: Callable[[SymVar], Any]) -> Any:
     if isinstance(var, TensorVar):
         return tensor_fn(var)
+    if isinstance(var, SymVar):
+        return sym_fn(var)
+    if isinstance(var, SliceVar):
+        return slice(*(_convert(v, tensor_fn, sym_fn) for v in (var.start, var.stop, var.step)))
     if isinstance(var, ConstVar):
         if not _is_graph_constant(var.value):
             raise Unsupported(f"a {type(var.value).__name__} cannot be baked into a graph as a constant")
         return var.value
     if isinstance(var, TupleVar):
-        items = tuple(_convert(v, tensor_fn) for v in var.items)
+        items = tuple(_convert(v, tensor_fn, sym_fn) for v in var.items)
         if var.tuple_type in (tuple, torch.Size):
             return items
         if hasattr(var.tuple_type, "_fields"):
             return var.tuple_type(*items)
         return var.tuple_type(items)
     if isinstance(var, ListVar):
-        return [_convert(v, tensor_fn) for v in var.items]
+        return [_convert(v, tensor_fn, sym_fn) for v in var.items]
     if isinstance(var, DictVar):
-        return {k: _convert(v, tensor_fn) for k, v in var.items.items()}
+        return {k: _convert(v, tensor_fn, sym_fn) for k, v in var.items.items()}
     raise Unsupported(f"cannot pass a {type(var).__name__} to a torch function")
 
 
@@ -271,8 +323,8 @@ def _is_graph_constant(value: Any) -> bool:
 
 
 def to_fake(var: Var) -> Any:
-    return _convert(var, lambda t: t.fake)
+    return _convert(var, lambda t: t.fake, lambda s: s.value)
 
 
 def to_arg(var: Var) -> Any:
-    return _convert(var, lambda t: t.node)
+    return _convert(var, lambda t: t.node, lambda s: s.node)

@@ -1,7 +1,8 @@
 """Python operators over symbolic values: arithmetic, comparison, indexing, iteration, truth.
 
 Constants are computed for real; anything touching a tensor becomes a graph node through the
-``operator`` function that Python itself would call (``operator.add``, ``operator.getitem``...).
+``operator`` function that Python itself would call (``operator.add``, ``operator.getitem``...),
+and so does arithmetic on symbolic sizes (:mod:`.symbolic`).
 Containers of symbolic values are handled structurally.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .exceptions import evaluate, throw
 from .instances import answers_truth, pin
 from .inline import inline_call
 from .objects import ObjectVar
+from .symbolic import SliceVar, SymVar, is_operand, record
 from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
@@ -34,7 +36,7 @@ _UNARY = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
 
 
 def _fold(frame: "Frame", fn: Any, *vars: Var) -> Var:
-    values = [python_value(v) for v in vars]
+    values = [python_value(v, specialize=False) for v in vars]  # a try: sizes stay symbolic
     try:
         return lift(fn(*values))
     except Exception as exc:
@@ -59,9 +61,11 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         # Python's protocol: `a += b` without `type(a).__iadd__` is `a = a + b` (`total = 0; total += t`)
         return binary(frame, symbol[:-1], a, b)
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
-        if symbol.endswith("=") and isinstance(a, ConstVar) and isinstance(a.value, (int, float, complex)):
+        if symbol.endswith("=") and isinstance(a, (ConstVar, SymVar)) and a.python_type() in (int, float, complex):
             op = BINARY_OPS[symbol[:-1]]  # `n += t`: a number has no in-place form, Python does `n + t`
         return frame.state.graph.call("call_function", op, (a, b), {})
+    if (isinstance(a, SymVar) or isinstance(b, SymVar)) and is_operand(a) and is_operand(b):
+        return record(frame, op, [a, b])
     # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
     if symbol in _SET_INPLACE and (isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):
         evaluate(op, mutable_set(frame, a).items, as_const(frame, b, "a set operand"))
@@ -86,6 +90,11 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         return (ListVar if isinstance(a, ListVar) else TupleVar)(list(left) + list(right))
     if base == "*" and left is not None and isinstance(b, ConstVar) and isinstance(b.value, int):
         return (ListVar if isinstance(a, ListVar) else TupleVar)(list(left) * b.value)
+    if isinstance(a, SymVar) or isinstance(b, SymVar):  # `"v%d" % n`, `[0] * n`: n's value is needed
+        try:
+            return _fold(frame, op, *(ConstVar(python_value(v)) if isinstance(v, SymVar) else v for v in (a, b)))
+        except NotConstant:
+            pass
     frame.fail(f"operator {symbol!r} on {kind_name(a)} and {kind_name(b)} is not supported")
     raise AssertionError
 
@@ -113,6 +122,8 @@ def unary(frame: "Frame", name: str, a: Var) -> Var:
     op = _UNARY[name]
     if isinstance(a, TensorVar):
         return frame.state.graph.call("call_function", op, (a,), {})
+    if isinstance(a, SymVar):
+        return record(frame, op, [a])
     try:
         return _fold(frame, op, a)
     except NotConstant:
@@ -124,10 +135,19 @@ def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
     op = COMPARE_OPS[symbol]
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return frame.state.graph.call("call_function", op, (a, b), {})
+    if (isinstance(a, SymVar) or isinstance(b, SymVar)) and is_operand(a) and is_operand(b):
+        return record(frame, op, [a, b])
     try:
         return _fold(frame, op, a, b)
     except NotConstant:
         pass
+    left, right = _sequence_items(a), _sequence_items(b)
+    if left is not None and right is not None and _has_sym(left + right):  # `x.shape == y.shape`
+        if symbol in ("==", "!="):  # item by item: each relation between sizes is guarded
+            equal = len(left) == len(right) and all(
+                truthy(frame, compare(frame, "==", p, q)) for p, q in zip(left, right))
+            return ConstVar(equal == (symbol == "=="))
+        return _fold(frame, op, *(lift(python_value(v)) for v in (a, b)))  # sizes specialised
     if symbol in ("==", "!=") and type(a) is not type(b):
         return ConstVar((symbol == "!="))
     if symbol in ("==", "!="):
@@ -136,6 +156,10 @@ def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
             return ConstVar(symbol == "==")
     frame.fail(f"comparison {symbol!r} between {kind_name(a)} and {kind_name(b)} is not supported")
     raise AssertionError
+
+
+def _has_sym(items: list[Var]) -> bool:
+    return any(isinstance(v, SymVar) or isinstance(v, (TupleVar, ListVar)) and _has_sym(v.items) for v in items)
 
 
 def is_same(frame: "Frame", a: Var, b: Var) -> bool:
@@ -187,6 +211,8 @@ def truthy(frame: "Frame", var: Var) -> bool:
                     return bool(as_const(frame, result, f"{name}()"))
             pin(var)
         return bool(var.value)
+    if isinstance(var, SymVar):  # a branch on sizes: the ShapeEnv guards the relation
+        return bool(var.value)
     if isinstance(var, (TupleVar, ListVar, DictVar, SetVar)):
         return len(var.items) > 0
     if isinstance(var, TensorVar):
@@ -206,6 +232,8 @@ def truthy(frame: "Frame", var: Var) -> bool:
 
 
 def make_slice(frame: "Frame", start: Var, stop: Var, step: Var) -> Var:
+    if any(isinstance(v, SymVar) for v in (start, stop, step)):
+        return SliceVar(start, stop, step)
     parts = [as_const(frame, v, "a slice bound") for v in (start, stop, step)]
     return ConstVar(slice(*parts))
 

@@ -16,6 +16,7 @@ from ..errors import Unsupported
 from .graph import GraphBuilder
 from .sources import Constants
 from .objects import ObjectVar
+from .symbolic import SymVar
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import BoundMethodVar, ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
@@ -72,7 +73,7 @@ class OutputBuilder:
             return var.source.expr(self.consts)  # an input as it is: the same object
         if id(var) in self._shared:
             return self._shared[id(var)]
-        if isinstance(var, TensorVar):
+        if isinstance(var, (TensorVar, SymVar)):  # a symbolic size: an int output of the graph
             if var.node.op == "placeholder":
                 return next(s for s, n, _ in self.graph.inputs if n is var.node).expr(self.consts)
             if var.node not in self._index:

@@ -28,6 +28,8 @@ class CaptureState:
     #: id(real list or dict read from the frame) -> (it, its Var): one Var per object, so that
     #: a list reached through two names aliases in the capture as it does in Python
     containers: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+    #: the compiled function's ember.shapes.ShapePolicy (None: every size specialised)
+    policy: Any = None
     #: id(object) -> object, for real objects made at capture by a constant computation (a
     #: ``copy.deepcopy``): the captured code's stores of constants into them apply at once
     made: dict[int, Any] = dataclasses.field(default_factory=dict)

@@ -45,6 +45,8 @@ SEED = 1234
 class CountingBackend:
     """``(gm, example_inputs) -> gm.forward``, remembering each graph."""
 
+    dynamic = True  # it runs the graph as it is: right for every size, so it counts captures
+
     def __init__(self) -> None:
         self.graphs: list[torch.fx.GraphModule] = []
 
