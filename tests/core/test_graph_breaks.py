@@ -168,3 +168,25 @@ def test_torch_state_setters_are_never_run_only_at_capture_time():
     x = torch.zeros(2)
     torch.testing.assert_close(opt(x), f(x))
     torch.testing.assert_close(opt(x), f(x))
+
+
+def test_local_read_from_a_dict_entry_the_break_removes():
+    # HF's can_return_tuple: `flag = kwargs.pop("return_dict", ...)`, then a break inside the
+    # call. The resume function's `flag` was read as kwargs['return_dict'] after the replay of
+    # the pop had removed it: KeyError in the user's program.
+    def inner(x, **kw):
+        y = x + 1
+        print("a break")
+        return y * 2
+
+    def wrapper(x, **kwargs):
+        flag = kwargs.pop("return_dict", True)
+        out = inner(x, **kwargs)
+        return out if flag else (out,)
+
+    compiled = ember.compile(wrapper, backend="eager")
+    x = torch.randn(3)
+    for flag in (True, False, True):
+        kwargs = {"return_dict": flag, "other": 1}
+        torch.testing.assert_close(compiled(x, **kwargs), wrapper(x, **dict(kwargs)))
+        assert kwargs == {"return_dict": flag, "other": 1}  # the caller's dict is not touched

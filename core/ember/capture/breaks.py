@@ -96,7 +96,11 @@ class _Writer:
         for name, var in sorted(snap.locals.items()):
             if var is NULL:
                 continue
-            self.local_exprs[name] = self.out.expr(var)
+            # read now, before the side effects are replayed: a local read from a container
+            # (``flag = kwargs.pop("return_dict")``) has that entry as its source, gone after
+            temp = f"___l{len(self.local_exprs)}"
+            self.prefix.append(f"    {temp} = {self.out.expr(var)}")
+            self.local_exprs[name] = temp
             if isinstance(var, Opaque):
                 self.opaque_locals.append(name)
         for name in sorted(snap.lazy_args):

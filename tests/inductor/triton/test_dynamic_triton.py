@@ -15,7 +15,7 @@ if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
     pytest.skip("needs TRITON_INTERPRET=1 set before triton is imported", allow_module_level=True)
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from dynamic_helpers import compile_symbolic, run_sizes  # noqa: E402
+from inductor_dynamic_helpers import compile_symbolic, run_sizes  # noqa: E402
 
 SIZES = [(3, 7), (2, 5), (4, 9), (5, 2), (2, 33), (3, 130)]
 

@@ -12,7 +12,7 @@ from ember_inductor import cache
 from ember_inductor.compile_fx import CompiledGraph, compile_aten_graph, load_compiled_graph
 from ember_inductor.per_shape import PerShapeGraph
 
-from dynamic_helpers import compile_symbolic, lifted, run_sizes, symbolic_graph
+from inductor_dynamic_helpers import compile_symbolic, lifted, run_sizes, symbolic_graph
 
 #: (batch, length, channels): odd sizes, sizes that are not a multiple of the vector width, 2
 SIZES = [(3, 7, 12), (2, 5, 12), (4, 9, 20), (5, 2, 6), (2, 33, 36), (3, 17, 2)]
