@@ -226,3 +226,20 @@ def test_python_uses_of_sizes_stay_right(counting):
             (out, name), (expected, expected_name) = compiled(x, y), fn(x, y)
             torch.testing.assert_close(out, expected)
             assert name == expected_name
+
+
+def test_composite_ops_with_symbolic_sizes_are_captured(counting):
+    # HF's prepare_padding_mask: F.pad of a mask of symbolic length by a symbolic amount. Its C++
+    # composite kernel (constant_pad_nd) needs concrete sizes; capture runs it through the
+    # Python dispatcher's decomposition, as it failed on fakes and the model ran eagerly.
+    def fn(mask, keys):
+        if (padding := keys.shape[2] + 1 - mask.shape[-1]) > 0:
+            mask = torch.nn.functional.pad(mask, (0, padding))
+        return mask * 2
+
+    compiled = ember.compile(fn, backend="test_dynamic_counting", dynamic=True)
+    with no_fallback():
+        for n in (5, 7, 9):
+            mask, keys = torch.ones(2, n - 2, dtype=torch.int64), torch.randn(2, 4, n, 8)
+            torch.testing.assert_close(compiled(mask, keys), fn(mask, keys))
+    assert counting.count == 1

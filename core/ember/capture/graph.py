@@ -9,12 +9,14 @@ of dynamic dimensions, which stay nodes (:mod:`.symbolic`). The fake tensors liv
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 from ..errors import Unsupported
@@ -139,7 +141,10 @@ class GraphBuilder:
             raise Unsupported(f"{_target_name(target)} changes torch's global state")
         before = None if fakes_in else global_state.snapshot()
         try:
-            with self.fake_mode:
+            # symbolic sizes: composite ops (constant_pad_nd...) decompose through the Python
+            # dispatcher, as their C++ kernels need concrete sizes
+            dispatcher = enable_python_dispatcher() if _has_symbols(self.shape_env) else contextlib.nullcontext()
+            with self.fake_mode, dispatcher:
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
@@ -206,6 +211,11 @@ class GraphBuilder:
 
 _QUERY_PREFIXES = ("is_", "get_", "_is_", "_get_", "_are_", "can_", "promote_types", "result_type", "finfo", "iinfo",
                    "broadcast_shapes", "Size", "device", "numel", "typename")
+
+
+def _has_symbols(env: ShapeEnv) -> bool:
+    values = getattr(env, "backed_var_to_val", None)  # torch 2.13's name of var_to_val
+    return bool(env.var_to_val if values is None else values)
 
 
 def _is_query(target: Any) -> bool:
