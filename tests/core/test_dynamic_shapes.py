@@ -233,9 +233,10 @@ def test_composite_ops_with_symbolic_sizes_are_captured(counting):
     # composite kernel (constant_pad_nd) needs concrete sizes; capture runs it through the
     # Python dispatcher's decomposition, as it failed on fakes and the model ran eagerly.
     def fn(mask, keys):
+        mask = mask.bool()
         if (padding := keys.shape[2] + 1 - mask.shape[-1]) > 0:
             mask = torch.nn.functional.pad(mask, (0, padding))
-        return mask * 2
+        return mask.int() * 2
 
     compiled = ember.compile(fn, backend="test_dynamic_counting", dynamic=True)
     with no_fallback():
