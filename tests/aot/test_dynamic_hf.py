@@ -15,6 +15,12 @@ from torch.func import functional_call
 from ember_aot.backend import aot_eager
 from ember_aot.runtime import CompiledPlan
 
+from ember_aot.symbolic import SYMBOLIC_TRACING  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not SYMBOLIC_TRACING, reason="symbolic tracing is checked on torch 2.13; "
+                                "older torch compiles a dynamic graph per shape")
+
+
 
 def _batch(b: int, s: int) -> list[torch.Tensor]:
     ids = torch.randint(0, 99, (b, s))

@@ -14,6 +14,12 @@ from ember_inductor.per_shape import PerShapeGraph
 
 from inductor_dynamic_helpers import compile_symbolic, lifted, run_sizes, symbolic_graph
 
+from ember_aot.symbolic import SYMBOLIC_TRACING  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not SYMBOLIC_TRACING, reason="symbolic tracing is checked on torch 2.13; "
+                                "older torch compiles a dynamic graph per shape")
+
+
 #: (batch, length, channels): odd sizes, sizes that are not a multiple of the vector width, 2
 SIZES = [(3, 7, 12), (2, 5, 12), (4, 9, 20), (5, 2, 6), (2, 33, 36), (3, 17, 2)]
 

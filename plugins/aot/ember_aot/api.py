@@ -52,6 +52,7 @@ from .runtime import CompiledPlan, EagerPlan
 from .symbolic import (
     allowing_real_constants,
     fake_mode_of,
+    SYMBOLIC_TRACING,
     is_dynamic,
     is_symbolic,
     relations_check,
@@ -157,8 +158,8 @@ class AOTCompiledGraph:
         self._lock = threading.Lock()
         self._overflow_warned = False
         dynamic = is_dynamic(gm)
-        self.symbolic = dynamic and config.dynamic
-        self._per_shape = dynamic and not config.dynamic
+        self.symbolic = dynamic and config.dynamic and SYMBOLIC_TRACING
+        self._per_shape = dynamic and not self.symbolic
         vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
         self._sym_pos = frozenset(i for i, v in enumerate(vals) if self.symbolic and is_symbolic(v)
                                   and isinstance(v, torch.SymInt))

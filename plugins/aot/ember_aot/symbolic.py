@@ -34,6 +34,12 @@ SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 #: the hint of a symbol the shape environment has none for (unbacked sizes)
 FALLBACK_HINT = 4096
 
+#: Whether this torch's symbolic tracing is the one ember_aot and the inductor are checked
+#: against (CI's torch 2.13). On torch 2.11 (the GPU machine, 2026-11-25) symbolic joint traces
+#: gave wrong views, a NaN loss and an unaligned SDPA bias in the tests: there a dynamic graph is
+#: compiled per concrete shape instead (correct, as before dynamic shapes; one compile per size).
+SYMBOLIC_TRACING = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
+
 
 def is_symbolic(value: Any) -> bool:
     """A ``SymInt``/``SymFloat``/``SymBool`` whose value is an expression of size symbols."""
