@@ -74,3 +74,31 @@ def test_extern_kernel_gets_eager_layouts(name, caplog):
     assert "running this graph with aten" not in caplog.text, caplog.text
     for a, b in zip(got, ref):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_first_call_failure_of_a_compiled_graph_runs_it_with_aten(caplog, monkeypatch):
+    # On CUDA, the mem-efficient SDPA kernel refused a bias whose row stride (13) was not a
+    # multiple of 4 and the error reached the user's generate(). A first call that fails where
+    # the aten graph runs is now that graph's fallback, with one warning; an error the aten
+    # graph raises too (the program's own) is raised as it is.
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from ember_inductor.compile_fx import CompiledGraph, compile_aten_graph
+
+    x = torch.randn(8, 8)
+    gm = make_fx(lambda a: (a.sin() @ a,), tracing_mode="fake")(x)
+    compiled = compile_aten_graph(gm, [x], strict=False)
+    assert isinstance(compiled, CompiledGraph)
+
+    def refuse(args):
+        raise RuntimeError("attn_bias is not correctly aligned (strideH)")
+
+    monkeypatch.setattr(compiled, "_call", refuse)
+    with caplog.at_level(logging.WARNING, logger="ember.inductor"):
+        out = compiled(x)
+    torch.testing.assert_close(out[0], x.sin() @ x)
+    assert "failed on its first call" in caplog.text
+
+    bad = make_fx(lambda a, i: (a[i],), tracing_mode="fake")(x, torch.tensor([1]))
+    compiled = compile_aten_graph(bad, [x, torch.tensor([1])], strict=False)
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([9]))

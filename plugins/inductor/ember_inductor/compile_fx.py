@@ -114,6 +114,19 @@ class CompiledGraph:
             log.warning("ember_inductor: %s; running this graph with aten instead", exc)
             self._fast = self._call = _run_gm(self.gm)
             return self._fast(args)
+        except RuntimeError as exc:
+            # the first call's failure may be ember's (an extern kernel refusing a layout, e.g. the
+            # CUDA SDPA bias alignment) or the program's (an index out of range): the aten graph
+            # decides. It runs again only when the graph writes no input (a partial write would be
+            # seen twice); if aten raises too, that is the program's error, raised as eager's.
+            if self._strict or _writes_inputs(self.gm):
+                raise
+            aten = _run_gm(self.gm)
+            out = aten(args)
+            log.warning("ember_inductor: the compiled graph failed on its first call (%s: %s); running "
+                        "this graph with aten instead", type(exc).__name__, exc)
+            self._fast = self._call = aten
+            return out
         self._call = self._fast
         return out
 
@@ -149,6 +162,16 @@ def _pickled(gm: torch.fx.GraphModule) -> bytes | None:
     except Exception as exc:
         log.debug("cannot pickle the graph (%s); it is not stored", exc)
         return None
+
+
+def _writes_inputs(gm: torch.fx.GraphModule) -> bool:
+    """Whether any op of the graph mutates one of its arguments (an input or a buffer)."""
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op == "call_function" and (schema is None or schema.is_mutable):
+            if schema is not None or not callable(node.target) or node.target.__module__ != "_operator":
+                return True
+    return False
 
 
 def _run_gm(gm: torch.fx.GraphModule) -> Callable:
