@@ -8,6 +8,11 @@ import pytest
 import torch
 from ember import native_guards
 
+# Without CUDA, Triton kernels run in Triton's interpreter, which must be chosen before anything
+# imports triton: test modules of other folders do (transformers, torch.compile) at collection.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 # Fixed before any conftest points EMBER_CACHE_DIR at a fresh folder: one build per machine.
 os.environ.setdefault("EMBER_NATIVE_DIR", native_guards.native_dir())
 
