@@ -4,7 +4,7 @@ strict expected failure of tests/zoo/test_zoo.py: when capture is fixed the test
 as XPASS, and the entry must go, so the table only shrinks. Results are never listed here: a
 result that differs from eager is a failure.
 
-CI_SHARE is the fixed share of models CI runs (one or two per family, about a minute on a 2-core
+CI_SHARE is the fixed share of models CI runs (one per family, two decoders; about a minute on a 2-core
 machine);
 ``EMBER_ZOO=all`` runs every model."""
 from __future__ import annotations
@@ -19,4 +19,4 @@ SHORTFALLS: dict[tuple[str, str], str] = {
     ("mistral", "generate"): _GENERATE_RECOMPILE,
 }
 
-CI_SHARE: tuple[str, ...] = ("bert", "deberta-v2", "gpt2", "llama", "t5", "bart", "vit", "swin")
+CI_SHARE: tuple[str, ...] = ("bert", "gpt2", "llama", "t5", "vit")

@@ -29,7 +29,7 @@ from backend_child import corpus_cases
 
 BACKENDS = ("eager", "aot_eager", "inductor", "onnxrt", "tvm")
 #: Cases per backend in the CI share (each backend gets its own seeded sample).
-SHARE = {"eager": 20, "aot_eager": 12, "inductor": 8, "onnxrt": 8, "tvm": 6}
+SHARE = {"eager": 14, "aot_eager": 8, "inductor": 5, "onnxrt": 5, "tvm": 4}
 SEED = 20261124
 #: Cases every run covers on every backend: the programs that crashed a backend once.
 ALWAYS = "test_corpus_backend_traps::"
