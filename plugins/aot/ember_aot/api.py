@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
+from ember.shapes import is_dynamic
 from torch._subclasses import FakeTensorMode
 
 from . import plan_cache
@@ -53,7 +54,6 @@ from .symbolic import (
     allowing_real_constants,
     fake_mode_of,
     SYMBOLIC_TRACING,
-    is_dynamic,
     is_symbolic,
     relations_check,
     symbolic_inputs,

@@ -50,14 +50,6 @@ def _placeholders(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     return [n for n in gm.graph.nodes if n.op == "placeholder"]
 
 
-def is_dynamic(gm: torch.fx.GraphModule) -> bool:
-    """Whether a placeholder's value has free size symbols. The same check as the core's
-    ``ember.shapes.is_dynamic`` (issue 25's contract), kept here until that lands."""
-    for node in _placeholders(gm):
-        val = node.meta.get("val")
-        if isinstance(val, (torch.Tensor, *SYMBOLIC)) and free_symbols(val):
-            return True
-    return False
 
 
 def fake_mode_of(gm: torch.fx.GraphModule) -> FakeTensorMode:

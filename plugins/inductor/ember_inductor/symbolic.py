@@ -108,19 +108,6 @@ def shape_env_of(gm: torch.fx.GraphModule) -> Any:
     return None
 
 
-def is_dynamic(gm: torch.fx.GraphModule) -> bool:
-    """Has any input of ``gm`` a symbolic size? (the check of ``ember.shapes.is_dynamic``,
-    kept here until core has it)"""
-    for node in gm.graph.nodes:
-        if node.op != "placeholder":
-            continue
-        val = node.meta.get("val")
-        if isinstance(val, torch.SymInt) and val.node.expr.free_symbols:
-            return True
-        if isinstance(val, torch.Tensor) and any(
-                isinstance(s, torch.SymInt) and s.node.expr.free_symbols for s in val.shape):
-            return True
-    return False
 
 
 _hints = threading.local()
