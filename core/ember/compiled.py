@@ -27,6 +27,7 @@ from .capture.resume import make_resume_function
 from .capture.skips import never_traced
 from .codegen import make_binder, make_eager_caller, make_runner
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
+from .first_call import check_first_call
 from .shape_guards import add_shape_guards
 from .shapes import PerShapeCache, ShapePolicy, is_dynamic
 from .tracebacks import pass_through, register_resume, shown_as_user_code
@@ -157,7 +158,7 @@ class CompiledFunction:
                 compiled = PerShapeCache(self.backend.compile, gm, cap.example_inputs, self.backend.name)
             else:
                 compiled = self.backend.compile(gm, cap.example_inputs)
-            compiled = _restore_grad_mode_on_error(compiled, gm)
+            compiled = _restore_grad_mode_on_error(check_first_call(compiled, gm, self.backend.name), gm)
         what = "shape guards"
         try:
             add_shape_guards(cap.guards, cap.state.graph)  # after the backend: its guards too

@@ -56,15 +56,15 @@ CASES = {
                "v6 = v4.unsqueeze(-1)"),
         outputs=("v6",), seed=209373)),
     # Found by the fuzzer on torch 2.11 (the H100 machine's CPU), not seen on 2.13: kept so the
-    # GPU machine's run of this file checks them. The first is a wrong gradient on torch 2.11 only:
-    # the joint graph's index backward allocates the input's shape (1, 2, 4) for a (2, 4) value
-    # (torch 2.11's fake kernel of linalg_vector_norm over a size-1 dim; not fixed).
+    # GPU machine's run of this file checks them. The first was a wrong gradient on torch 2.11 only:
+    # torch 2.11's fake kernel of linalg_vector_norm over a size-1 dim keeps the dim, and the
+    # backward traced for that shape was wrong; the first call of a graph now compares the real
+    # outputs with the fakes (ember.first_call) and runs such a graph eagerly.
     "norm_then_var_grad_torch211": Case(("aot_eager",), Program(
         inputs=(Input("x0", "float32", (1, 2, 4), requires_grad=True),),
         stmts=("v1 = x0.float().norm(dim=-3, keepdim=False)", "v2 = v1 * 2", "v3 = v2[[0, 0]]",
                "v4 = v3.float().var(dim=-1, keepdim=False)"),
-        outputs=("v4",), seed=203168),
-        xfail=None if torch.__version__ >= "2.12" else "torch 2.11: wrong grad (see above)", strict=False),
+        outputs=("v4",), seed=203168)),
     "norm_of_unsqueezed_scalar_torch211": Case(("aot_eager",), Program(
         inputs=(Input("x0", "float32", (4,)),),
         stmts=("v1 = x0.sum()", "v3 = v1.unsqueeze(0)", "v6 = v3.float().norm(dim=-1, keepdim=False)",
