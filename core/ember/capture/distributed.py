@@ -3,7 +3,8 @@
 Functional collectives (``torch.distributed._functional_collectives.all_reduce`` and friends)
 are Python code around torch ops (``torch.ops._c10d_functional.*``): they are inlined, with
 their process-group helpers evaluated at capture time (a group becomes its name, a constant of
-the graph) and ``_are_we_tracing()`` True, so the collective and its ``wait_tensor`` are graph
+the graph) and ``_are_we_tracing()`` True; c10d's queries of a group (``get_rank``,
+``get_world_size``, ``group.size()``) are constants too, so the collective and its ``wait_tensor`` are graph
 ops, as under torch.compile. ``dist.all_reduce(t)`` (in place, no ``async_op``) is recorded as
 the functional all-reduce, its wait and a copy back into ``t``; with ``async_op=True`` (a
 ``Work`` handle a graph cannot hold) it is a graph break and runs as it is.
@@ -30,8 +31,13 @@ Handler = Callable[["Frame", list, dict], Var]
 
 _FUNCOL = "torch.distributed._functional_collectives"
 #: funcol's helpers that turn a group argument into a group name, run at capture time
-_GROUP_HELPERS = frozenset({"_resolve_group", "_group_or_group_name", "_resolve_group_name", "_expand_group",
+_GROUP_HELPERS = frozenset({"_resolve_group", "_group_or_group_name", "_resolve_group_name", "_expand_group"})
+_C10D = "torch.distributed.distributed_c10d"
+#: c10d's queries of the process groups, fixed for a group's life: evaluated at capture time
+_GROUP_QUERIES = frozenset({"get_rank", "get_world_size", "get_process_group_ranks", "is_initialized",
+                            "_get_group_size_by_name", "_resolve_process_group", "_get_default_group",
                             "_resolve_group_name_by_ranks_and_tag"})
+_PROCESS_GROUP_QUERIES = frozenset({"size", "rank", "name", "group_name"})
 
 
 def _constants(frame: "Frame", fn: Any, args: list, kwargs: dict) -> tuple[list, dict]:
@@ -93,7 +99,14 @@ def collective_handler(value: Any) -> Handler | None:
         if value.__name__ in _GROUP_HELPERS:
             return _at_capture(value)
         return None
-    if torch.distributed.is_available() and value is torch.distributed.all_reduce:
+    if not torch.distributed.is_available():
+        return None
+    if isinstance(value, types.FunctionType) and value.__module__ == _C10D and value.__name__ in _GROUP_QUERIES:
+        return _at_capture(value)
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.distributed.ProcessGroup) \
+            and value.__name__ in _PROCESS_GROUP_QUERIES:
+        return _at_capture(value)
+    if value is torch.distributed.all_reduce:
         return _all_reduce
     return None
 
