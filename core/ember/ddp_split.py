@@ -14,16 +14,16 @@ The split changes no value: the outer graph calls the compiled pieces in the cap
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable
 
 import torch
 import torch.fx
 from torch.fx.passes.split_module import split_module
 
+from . import logs
 from .shapes import is_dynamic
 
-log = logging.getLogger("ember.distributed")
+log = logs.get("distributed")
 
 Compile = Callable[[torch.fx.GraphModule, list[torch.Tensor]], Callable]
 
