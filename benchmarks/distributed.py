@@ -105,6 +105,18 @@ def _run(name: str, rank: int, args: argparse.Namespace, device: str) -> dict:
     return dict(first=times[0], median=statistics.median(times[1 + args.warmup:]), params=params, trace=trace)
 
 
+def count_overlap(events: list) -> tuple[int, int, int]:
+    """(backward pieces, all-reduces, all-reduces that start before the last piece's backward
+    ends) among a torch.profiler trace's events (``prof.events()``)."""
+    events = [e for e in events if e.time_range.start > 0]
+    backward = [e for e in events if "Backward" in e.name and "Function" in e.name]
+    comms = [e for e in events if "all_reduce" in e.name.lower() or "allreduce" in e.name.lower()]
+    if not backward:
+        return 0, len(comms), 0
+    end = max(e.time_range.end for e in backward)
+    return len(backward), len(comms), sum(e.time_range.start < end for e in comms)
+
+
 def _trace(step: Callable[[int], None], args: argparse.Namespace, device: str) -> str:
     """One profiled step: how many all-reduces start before the backward's last piece ends."""
     from torch.profiler import ProfilerActivity, profile
@@ -113,20 +125,12 @@ def _trace(step: Callable[[int], None], args: argparse.Namespace, device: str) -
     with profile(activities=activities) as prof:
         step(10_000)
         _sync(device)
-    events = [e for e in prof.events() if e.time_range.start > 0]
-    backward = [e for e in events if "Backward" in e.name and "Function" in e.name]
-    comms = sorted((e for e in events if "all_reduce" in e.name.lower() or "allreduce" in e.name.lower()),
-                   key=lambda e: e.time_range.start)
-    if not backward or not comms:
-        return f"no backward pieces ({len(backward)}) or all-reduces ({len(comms)}) in the trace"
-    end = max(e.time_range.end for e in backward)
-    early = sum(e.time_range.start < end for e in comms)
-    trace_dir = args.trace
+    pieces, comms, early = count_overlap(prof.events())
     if rank_zero():
-        os.makedirs(trace_dir, exist_ok=True)
-        prof.export_chrome_trace(os.path.join(trace_dir, f"ember_{args.wrapper}_{device}.json"))
-    return (f"{len(backward)} backward pieces; {early} of {len(comms)} all-reduce events start before "
-            f"the last piece's backward ends")
+        os.makedirs(args.trace, exist_ok=True)
+        prof.export_chrome_trace(os.path.join(args.trace, f"ember_{args.wrapper}_{device}.json"))
+    return (f"{pieces} backward events of compiled pieces; {early} of {comms} all-reduce events start "
+            f"before the last of them ends")
 
 
 def rank_zero() -> bool:

@@ -58,6 +58,22 @@ def _pair(cls: type, cap_mb: float = CAP_MB, **ddp_args) -> tuple[DDP, nn.Module
     return ref, cls()
 
 
+def _profiled_step(rank: int) -> tuple[int, int, int]:
+    """(backward pieces, all-reduces, all-reduces started before the backward's end) of a step."""
+    from torch.profiler import profile
+
+    from benchmarks.distributed import count_overlap
+
+    torch.manual_seed(0)
+    ddp = DDP(TinyGPT(), bucket_cap_mb=CAP_MB)
+    compiled = ember.compile(ddp, backend="aot_eager")
+    compiled(**gpt_batch(rank, 0)).backward()  # compiles; DDP rebuilds its buckets
+    ddp.zero_grad()
+    with profile() as prof:
+        compiled(**gpt_batch(rank, 1)).backward()
+    return count_overlap(prof.events())
+
+
 def scenario(rank: int, world: int) -> dict:
     out = {}
     # ember.compile(ddp): a GPT
@@ -89,6 +105,14 @@ def scenario(rank: int, world: int) -> dict:
     assert mine.module.unused.weight.grad is None
     out["unused"] = c.summary()
     ember.reset()
+    # overlap: a profiled step, with the split and without it
+    for split in (True, False):
+        ember.config.optimize_ddp = split
+        try:
+            out[f"overlap_split={split}"] = _profiled_step(rank)
+        finally:
+            ember.config.optimize_ddp = True
+        ember.reset()
     # torch.compile on the same call (its DDP optimizer needs buckets of at least 1 MB)
     torch.manual_seed(0)
     ddp = DDP(TinyGPT())
@@ -120,3 +144,11 @@ def test_ddp_graph_split_at_buckets(results: dict, case: str) -> None:
     """The forward captured inside DDP is compiled as several pieces, one per bucket or so."""
     got = results[case]
     assert got["pieces"] > got["graphs"], got
+
+
+def test_ddp_all_reduce_overlaps_backward(results: dict) -> None:
+    """In a profiled step, buckets' all-reduces start while the backward of earlier pieces still
+    has to run; without the split, none does (the whole backward is one piece)."""
+    pieces, comms, early = results["overlap_split=True"]
+    assert comms > 1 and early >= 1, results["overlap_split=True"]
+    assert results["overlap_split=False"][2] == 0, results["overlap_split=False"]
