@@ -96,7 +96,11 @@ def compile_by_buckets(gm: torch.fx.GraphModule, example_inputs: list[Any], comp
     pieces = assign_buckets(gm, example_inputs, sizes, first_cap, cap) if sizes else {}
     if len(set(pieces.values())) <= 1 or is_dynamic(gm):
         return compile_fn(gm, example_inputs)
-    split = split_module(gm, None, lambda node: pieces[node], keep_original_order=True)
+    try:
+        split = split_module(gm, None, lambda node: pieces[node], keep_original_order=True)
+    except Exception:  # a graph fx cannot split: compiled whole, correct but without the overlap
+        log.info("graph not split at DDP's buckets", exc_info=True)
+        return compile_fn(gm, example_inputs)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     real = {id(n.meta.get("val")): t for n, t in zip(placeholders, example_inputs) if n.meta.get("val") is not None}
     names = [n.target for n in split.graph.nodes if n.op == "call_module"]
