@@ -32,10 +32,10 @@ def free_port() -> int:
 def _entry(rank: int, world: int, port: int, scenario: Callable, out: str, backend: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
     dist.init_process_group(backend, rank=rank, world_size=world)
     try:
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
         result = scenario(rank, world)
         if rank == 0:
             torch.save(result, out)
