@@ -8,6 +8,7 @@ with ``fullgraph=True`` they raise.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -18,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-from . import config
+from . import config, distributed
 from .capture import capture
 from .capture.breaks import ResumeRequest
 from .capture.calls import has_hooks
@@ -26,6 +27,7 @@ from .capture.hooks import has_backward_hooks
 from .capture.resume import make_resume_function
 from .capture.skips import never_traced
 from .codegen import make_binder, make_eager_caller, make_runner
+from .ddp_split import compile_by_buckets
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 from .first_call import check_first_call
 from .shape_guards import add_shape_guards
@@ -156,6 +158,8 @@ class CompiledFunction:
                 compiled = gm.forward
             elif is_dynamic(gm) and not self.backend.dynamic:  # compiled per concrete shape
                 compiled = PerShapeCache(self.backend.compile, gm, cap.example_inputs, self.backend.name)
+            elif config.optimize_ddp and distributed.active_ddp() is not None:
+                compiled = compile_by_buckets(gm, cap.example_inputs, self.backend.compile, distributed.active_ddp())
             else:
                 compiled = self.backend.compile(gm, cap.example_inputs)
             compiled = _restore_grad_mode_on_error(check_first_call(compiled, gm, self.backend.name), gm)
@@ -219,6 +223,8 @@ class CompiledFunction:
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             inner = self.callee(fn.__func__)
             return types.MethodType(inner, fn.__self__) if inner is not fn.__func__ else fn
+        if isinstance(fn, torch.nn.Module) and distributed.native_reason(fn) is not None:
+            return self._distributed_call(fn)
         if isinstance(fn, torch.nn.Module) and has_backward_hooks(fn):
             if fn not in self.warned:  # said once per module: its calls run eagerly
                 self.warned.add(fn)
@@ -244,6 +250,20 @@ class CompiledFunction:
                     compiled = self.callees[forward] = make_wrapper(cf)
                 return types.MethodType(compiled, fn)
         return fn
+
+    def _distributed_call(self, module: torch.nn.Module) -> Any:
+        """A DDP or FSDP2 module called at a break: it runs natively around the compiled
+        forward of the module it wraps (see ``ember.distributed``)."""
+        inner = distributed.wrapped_module(module)
+        forward = type(inner).forward
+        if isinstance(inner, OptimizedModuleLike) or "forward" in inner.__dict__ \
+                or not isinstance(forward, types.FunctionType):
+            return module  # already compiled, or a forward of its own: it runs as it is
+        compiled = self.callees.get(forward)
+        if compiled is None:
+            cf = CompiledFunction(forward, self.backend, fullgraph=False, dynamic=self.policy.dynamic)
+            compiled = self.callees[forward] = make_wrapper(cf)
+        return functools.partial(distributed.call_with_forward, module, types.MethodType(compiled, inner))
 
     def _fallback_entry(self, exc: Unsupported) -> Entry:
         message = format_unsupported(exc)

@@ -16,3 +16,7 @@ warn_on_fallback: bool = True
 #: Check the tensors of guards in C++ (ember.native_guards) once that helper is built; False
 #: keeps every check in Python.
 native_guards: bool = os.environ.get("EMBER_NATIVE_GUARDS", "1") != "0"
+
+#: Split the graphs captured inside DDP's forward at its gradient buckets, so that each bucket's
+#: all-reduce starts while the rest of the backward runs (as torch.compile's optimize_ddp).
+optimize_ddp: bool = os.environ.get("EMBER_OPTIMIZE_DDP", "1") != "0"

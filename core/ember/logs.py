@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 
-TOPICS = ("recompiles", "graph_breaks", "graph", "guards", "capture", "backends", "fallback", "dynamic")
+TOPICS = ("recompiles", "graph_breaks", "graph", "guards", "capture", "backends", "fallback", "dynamic", "distributed")
 
 
 def configure(spec: str | None = None) -> None:

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 from torch.utils._pytree import tree_leaves
 
+from ..distributed import native_reason
 from . import autograd_functions, contexts, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
 from .dispatch import call, handles_call
+from .distributed import collective_handler
 from .exceptions import evaluate, is_plain_exception_class
 from .inline import inline_call
 from .instances import InstanceVar, pin
@@ -253,7 +255,7 @@ def _construct_module(frame: "Frame", cls: type, args: list[Var], kwargs: dict[s
 
 def _builtin_handler(value: Any) -> Callable | None:
     try:
-        return BUILTIN_HANDLERS.get(value)
+        return BUILTIN_HANDLERS.get(value) or collective_handler(value)
     except TypeError:  # unhashable callable
         return None
 
@@ -279,6 +281,9 @@ def has_hooks(module: torch.nn.Module) -> bool:
 def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
     module = mod_var.value
     cls = type(module)
+    native = native_reason(module)
+    if native is not None:  # DDP / FSDP2: the wrapper runs in Python, its module compiled
+        frame.fail(native)
     if cls.__call__ is not _MODULE_CALL:
         return inline_call(frame, ConstVar(cls.__call__), [mod_var, *args], kwargs)
     forward = inspect.getattr_static(module, "forward")

@@ -1,0 +1,231 @@
+"""Distributed training steps: eager, torch.compile and ember on DDP or FSDP2, side by side.
+
+    python -m benchmarks.distributed [--device cpu|cuda] [--wrapper ddp|fsdp2] [--steps 10]
+    torchrun --nproc_per_node 2 -m benchmarks.distributed --device cuda --wrapper fsdp2
+
+Without torchrun, the script starts its own processes: 2 over gloo on the CPU, 1 over NCCL on
+CUDA (``--nproc`` changes it); under torchrun (``RANK`` and ``WORLD_SIZE`` set) each process is
+one rank, NCCL on CUDA, with ``NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+NVSHMEM_DISABLE_NVLS=1`` set by the script. A small GPT (``benchmarks.models.GPT``) wrapped in
+DDP (``bucket_cap_mb``) or FSDP2 (``fully_shard`` per block and on the root) trains with SGD,
+for each of ``--compilers`` (``eager``, ``torch``, ``torch-ro``, ``ember``, ``ember-ro``: "-ro" is
+``mode="reduce-overhead"``, CUDA only) on a fresh model from the same seed, the wrapped model
+compiled as users do (``compile(ddp_model)``). Each step (forward, loss, backward, optimizer
+step) is timed on rank 0 between barriers; the table gives the median of ``--steps`` steps after
+``--warmup`` and the first step (compilation included). After ``--check-steps`` steps the
+parameters (each rank's shard) must equal eager's: "params" says so, with the largest
+difference. ``--trace`` profiles one ember DDP step on rank 0 with torch.profiler and counts the
+all-reduces that start before the backward's last compiled piece ends (overlap). A markdown
+table goes to stdout and, when set, to ``$OUT/distributed.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from typing import Any, Callable
+
+for _key, _value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+                     ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ.setdefault(_key, _value)
+os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember_bench_distributed_"))
+
+import torch  # noqa: E402
+import torch._dynamo  # noqa: E402  (reset between compilers)
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import ember  # noqa: E402
+from benchmarks.models import GPT  # noqa: E402
+
+COMPILERS = ("eager", "torch", "torch-ro", "ember", "ember-ro")
+
+
+def _wrap(model: torch.nn.Module, args: argparse.Namespace) -> torch.nn.Module:
+    if args.wrapper == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        return DDP(model, bucket_cap_mb=args.bucket_cap_mb)
+    from torch.distributed.fsdp import fully_shard
+    for block in model.blocks:
+        fully_shard(block)
+    return fully_shard(model)
+
+
+def _compile(model: torch.nn.Module, name: str) -> Callable:
+    mode = "reduce-overhead" if name.endswith("-ro") else None
+    if name == "eager":
+        return model
+    if name.startswith("torch"):
+        return torch.compile(model, mode=mode)
+    return ember.compile(model, mode=mode)
+
+
+def _batch(rank: int, step: int, args: argparse.Namespace, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 * rank + step)
+    ids = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
+    return ids.to(device), torch.roll(ids, -1, 1).to(device)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+    dist.barrier()
+
+
+def _local(t: torch.Tensor) -> torch.Tensor:
+    return (t.to_local() if hasattr(t, "to_local") else t).detach().float().cpu().clone()
+
+
+def _run(name: str, rank: int, args: argparse.Namespace, device: str) -> dict:
+    torch.manual_seed(0)
+    model = GPT(vocab=args.vocab, d=args.dim, heads=args.heads, layers=args.layers, max_seq=args.seq).to(device)
+    wrapped = _wrap(model, args)
+    run = _compile(wrapped, name)
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.01)
+
+    def step(i: int) -> None:
+        ids, labels = _batch(rank, i, args, device)
+        loss = F.cross_entropy(run(ids).flatten(0, 1), labels.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    times, params = [], None
+    for i in range(1 + args.warmup + args.steps):
+        _sync(device)
+        start = time.perf_counter()
+        step(i)
+        _sync(device)
+        times.append(time.perf_counter() - start)
+        if i + 1 == args.check_steps:
+            params = [_local(p) for p in wrapped.parameters()]
+    trace = _trace(step, args, device) if args.trace and name == "ember" and args.wrapper == "ddp" else None
+    return dict(first=times[0], median=statistics.median(times[1 + args.warmup:]), params=params, trace=trace)
+
+
+def count_overlap(events: list) -> tuple[int, int, int]:
+    """(backward pieces, all-reduces, all-reduces that start before the last piece's backward
+    ends) among a torch.profiler trace's events (``prof.events()``)."""
+    events = [e for e in events if e.time_range.start > 0]
+    backward = [e for e in events if "Backward" in e.name and "Function" in e.name]
+    comms = [e for e in events if "all_reduce" in e.name.lower() or "allreduce" in e.name.lower()]
+    if not backward:
+        return 0, len(comms), 0
+    end = max(e.time_range.end for e in backward)
+    return len(backward), len(comms), sum(e.time_range.start < end for e in comms)
+
+
+def _trace(step: Callable[[int], None], args: argparse.Namespace, device: str) -> str:
+    """One profiled step: how many all-reduces start before the backward's last piece ends."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        step(10_000)
+        _sync(device)
+    pieces, comms, early = count_overlap(prof.events())
+    if rank_zero():
+        os.makedirs(args.trace, exist_ok=True)
+        prof.export_chrome_trace(os.path.join(args.trace, f"ember_{args.wrapper}_{device}.json"))
+    return (f"{pieces} backward events of compiled pieces; {early} of {comms} all-reduce events start "
+            f"before the last of them ends")
+
+
+def rank_zero() -> bool:
+    return dist.get_rank() == 0
+
+
+def _worker(rank: int, world: int, args: argparse.Namespace, port: int | None) -> None:
+    device = args.device
+    if port is not None:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
+    if device == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    else:
+        torch.set_num_threads(max(1, (os.cpu_count() or 2) // world))
+    dist.init_process_group("nccl" if device == "cuda" else "gloo")
+    try:
+        results = {}
+        for name in args.compilers.split(","):
+            if name.endswith("-ro") and device != "cuda":
+                continue
+            results[name] = _run(name, rank, args, device)
+            torch._dynamo.reset()
+            ember.reset()
+        _report(results, args, world)
+    finally:
+        dist.destroy_process_group()
+
+
+def _report(results: dict, args: argparse.Namespace, world: int) -> None:
+    eager = results.get("eager")
+    checks = []
+    for name, r in results.items():
+        if eager is None or r["params"] is None or eager["params"] is None:
+            checks.append("not checked")
+            continue
+        diff = max((a - b).abs().max().item() for a, b in zip(r["params"], eager["params"]))
+        same = all(torch.allclose(a, b, rtol=1e-3, atol=1e-4) for a, b in zip(r["params"], eager["params"]))
+        flag = torch.tensor([int(same)], device="cuda" if args.device == "cuda" else "cpu")
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)  # every rank's shard
+        checks.append(f"{'equal' if flag.item() else 'DIFFER'} (max diff {diff:.1e})")
+    if not rank_zero():
+        return
+    device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU ({os.cpu_count()} cores)"
+    lines = [f"{args.wrapper} x {world} ranks ({'nccl' if args.device == 'cuda' else 'gloo'}), {device}, "
+             f"torch {torch.__version__}, GPT d={args.dim} layers={args.layers} vocab={args.vocab}, "
+             f"batch {args.batch}x{args.seq}, {time.strftime('%Y-%m-%d')}", "",
+             f"| compiler | first step s | median step ms | vs eager | params after {args.check_steps} steps |",
+             "|---|---|---|---|---|"]
+    for (name, r), check in zip(results.items(), checks):
+        ratio = f"{eager['median'] / r['median']:.2f}x" if eager else "-"
+        lines.append(f"| {name} | {r['first']:.2f} | {r['median'] * 1e3:.1f} | {ratio} | {check} |")
+    for name, r in results.items():
+        if r["trace"]:
+            lines.append(f"\noverlap ({name}): {r['trace']}")
+    text = "\n".join(lines)
+    print(text, flush=True)
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], f"distributed_{args.wrapper}_{args.device}.md"), "w") as f:
+            f.write(text + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--wrapper", choices=("ddp", "fsdp2"), default="ddp")
+    ap.add_argument("--compilers", default=None, help="comma-separated, of " + ", ".join(COMPILERS))
+    ap.add_argument("--nproc", type=int, default=None, help="processes when not under torchrun")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--check-steps", type=int, default=5)
+    ap.add_argument("--bucket-cap-mb", type=float, default=1.0)
+    ap.add_argument("--dim", type=int, default=None)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=2048)
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--trace", default=None, help="folder for the profiled ember DDP step's chrome trace")
+    args = ap.parse_args(argv)
+    cuda = args.device == "cuda"
+    args.dim = args.dim or (512 if cuda else 128)
+    args.compilers = args.compilers or ",".join(c for c in COMPILERS if cuda or not c.endswith("-ro"))
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
+        _worker(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args, None)
+        return 0
+    import socket
+
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    world = args.nproc or (1 if cuda else 2)
+    mp.spawn(_worker, args=(world, args, port), nprocs=world, join=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
