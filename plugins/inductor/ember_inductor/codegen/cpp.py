@@ -3,7 +3,8 @@
 Outer loops run in parallel with OpenMP; the innermost loop carries ``#pragma omp simd`` (with
 a reduction clause for reductions) so gcc vectorizes it; every form an op is emitted in must
 keep it vectorizable (tests/inductor/test_cpp_vectorize.py reads gcc's report). Half and bfloat16
-values are computed in float, converted by the prelude's integer and float operations. Values are C++ ``auto`` temporaries, common subexpressions are shared within a scope.
+values are computed in float, converted by the prelude's integer and float operations. Values
+are C++ ``auto`` temporaries, common subexpressions are shared within a scope.
 
 A row kernel runs one inner loop per stage (softmax: max, then sum of exp, then exp / sum). A
 transcendental value that a later stage would compute again (softmax's exp) is instead kept in a
