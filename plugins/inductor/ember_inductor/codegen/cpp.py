@@ -1,8 +1,10 @@
 """C++ kernel generation: one ``extern "C"`` function per fused group.
 
 Outer loops run in parallel with OpenMP; the innermost loop carries ``#pragma omp simd`` (with
-a reduction clause for reductions) so gcc vectorizes it. Half and bfloat16 values are computed
-in float. Values are C++ ``auto`` temporaries, common subexpressions are shared within a scope.
+a reduction clause for reductions) so gcc vectorizes it; every form an op is emitted in must
+keep it vectorizable (tests/inductor/test_cpp_vectorize.py reads gcc's report). Half and bfloat16
+values are computed in float, converted by the prelude's integer and float operations. Values
+are C++ ``auto`` temporaries, common subexpressions are shared within a scope.
 
 A row kernel runs one inner loop per stage (softmax: max, then sum of exp, then exp / sum). A
 transcendental value that a later stage would compute again (softmax's exp) is instead kept in a
@@ -34,7 +36,7 @@ _EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|
 _TEMP = re.compile(r"\bt\d+\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
-CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "half",
+CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "uint16_t",
          torch.bfloat16: "uint16_t", torch.int64: "int64_t", torch.int32: "int32_t",
          torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool"}
 COMPUTE = {torch.float16: "float", torch.bfloat16: "float"}
@@ -257,7 +259,7 @@ class CppKernel:
         dtype = self.buffers[name].get_dtype()
         ref = f"{self.param(name)}[{idx}]"
         if dtype == torch.float16:
-            ref = f"static_cast<float>({ref})"
+            ref = f"half_to_float({ref})"
         elif dtype == torch.bfloat16:
             ref = f"bf16_to_float({ref})"
         return self.cse(ref)
@@ -265,10 +267,10 @@ class CppKernel:
     def _store_expr(self, name: str, value: str) -> str:
         dtype = self.buffers[name].get_dtype()
         if dtype == torch.float16:
-            return f"static_cast<half>({value})"
+            return f"float_to_half({value})"
         if dtype == torch.bfloat16:
             return f"float_to_bf16({value})"
-        return f"static_cast<{ctype(dtype)}>({value})"
+        return f"e_cast<{ctype(dtype)}>({value})"
 
     def store(self, name: str, index: Any, value: str) -> None:
         idx = self.index(index)
@@ -334,10 +336,10 @@ class CppKernel:
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype == torch.float16:
-            return self.cse(f"static_cast<float>(static_cast<half>({x}))")
+            return self.cse(f"half_to_float(float_to_half({x}))")
         if dtype == torch.bfloat16:
             return self.cse(f"bf16_to_float(float_to_bf16({x}))")
-        return self.cse(f"static_cast<{ctype(dtype)}>({x})")
+        return self.cse(f"e_cast<{ctype(dtype)}>({x})")
 
     def where(self, cond: str, a: str, b: str) -> str:
         return self.cse(f"({cond} ? {a} : {b})")

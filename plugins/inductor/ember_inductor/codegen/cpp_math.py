@@ -13,7 +13,9 @@ repeated to its width. libmvec computes each lane from that lane alone, so where
 in a vector does not change it. The scalar
 ``em_f`` is defined under another name and aliased in assembly, so that gcc does not derive its
 own vector clones from its body. Without AVX2 or a libmvec that has every function (glibc 2.35),
-``em_f`` is the scalar libm function, never vectorized: slower, and as consistent.
+``em_f`` is the scalar libm function, never vectorized: slower, and as consistent. A function
+libmvec lacks (fmod) has vector forms that call the libm function per lane: exact and the same
+bits in every form, and the loop around it still vectorizes.
 """
 from __future__ import annotations
 
@@ -25,10 +27,14 @@ FUNCTIONS: dict[str, int] = {
     "exp": 1, "exp2": 1, "expm1": 1, "log": 1, "log2": 1, "log10": 1, "log1p": 1,
     "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1,
     "tanh": 1, "asinh": 1, "acosh": 1, "atanh": 1, "erf": 1, "erfc": 1,
-    "pow": 2, "atan2": 2, "hypot": 2,
+    "pow": 2, "atan2": 2, "hypot": 2, "fmod": 2,
 }
 
-OWN_DISPATCH = {"exp", "pow"}  # the prelude's e_exp and e_pow (inline float exp, integer powers)
+OWN_DISPATCH = {"exp", "pow", "fmod"}  # the prelude's e_exp, e_pow, e_fmod (inline float exp, integers)
+# Functions libmvec has no vector form of: their vector forms call the libm function per lane
+# (exact, as fmod is), so that the loop around them still vectorizes.
+PER_LANE = {"fmod"}
+CALLERS = {"sigmoid": "exp", "remainder": "fmod"}  # prelude functions calling one of FUNCTIONS
 
 # The canonical width: libmvec's AVX-512 variants ('e': 16 floats, 8 doubles) where the target
 # has AVX-512, its AVX2 ones ('d') otherwise; a scalar or a narrower vector is widened to it by
@@ -64,6 +70,9 @@ def _vector(name: str, arity: int, avx512: bool) -> list[str]:
     for suffix, libm_suffix, scalar, canon, variants, widest in (_FLOAT, _DOUBLE):
         if avx512:
             variants += (widest,)
+        if name in PER_LANE:
+            lines += _per_lane(name, arity, f"em_{name}{suffix}", f"{name}{libm_suffix}", scalar, variants)
+            continue
         isa, _, wide = variants[-1]
         em, base = f"em_{name}{suffix}", f"_ZGV{isa}N{wide}{mask}_{name}{libm_suffix}"
         lines.append(f'extern "C" {canon} {base}({", ".join([canon] * arity)});')
@@ -75,6 +84,21 @@ def _vector(name: str, arity: int, avx512: bool) -> list[str]:
             lines.append(f'extern "C" __attribute__((visibility("hidden"), used)) {vtype} {symbol}({params}) '
                          f'{{ const {canon} r = {base}({args}); return {_narrow("r", lanes, wide)}; }}')
         lines.append(f'__asm__(".globl {em}\\n.hidden {em}\\n.set {em}, {em}_s");')  # the scalar em_f
+    return lines
+
+
+def _per_lane(name: str, arity: int, em: str, libm: str, scalar: str,
+              variants: tuple[tuple[str, str, int], ...]) -> list[str]:
+    """The scalar ``em`` and its vector variants, each calling the libm function ``libm`` per lane."""
+    mask = "v" * arity
+    args = lambda lane: ", ".join(f"a{k}{lane}" for k in range(arity))  # noqa: E731
+    lines = [f'extern "C" __attribute__((visibility("hidden"), used)) {scalar} {em}_s('
+             f'{", ".join(f"{scalar} a{k}" for k in range(arity))}) {{ return {libm}({args("")}); }}']
+    for letter, vtype, lanes in variants:
+        params = ", ".join(f"{vtype} a{k}" for k in range(arity))
+        lines.append(f'extern "C" __attribute__((visibility("hidden"), used)) {vtype} _ZGV{letter}N{lanes}{mask}_{em}'
+                     f'({params}) {{ {vtype} r; for (int i = 0; i < {lanes}; i++) r[i] = {libm}({args("[i]")}); return r; }}')
+    lines.append(f'__asm__(".globl {em}\\n.hidden {em}\\n.set {em}, {em}_s");')
     return lines
 
 
@@ -122,9 +146,10 @@ def _dispatch(name: str, arity: int) -> str:
 
 
 def used_in(code: str) -> set[str]:
-    """The functions of FUNCTIONS that generated kernels ``code`` calls (sigmoid calls exp)."""
+    """The functions of FUNCTIONS that generated kernels ``code`` calls, through CALLERS too."""
     called = set(re.findall(r"\be_(\w+)\(", code))
-    return {name for name in FUNCTIONS if name in called or (name == "exp" and "sigmoid" in called)}
+    called |= {CALLERS[name] for name in called if name in CALLERS}
+    return {name for name in FUNCTIONS if name in called}
 
 
 def source(used: set[str]) -> str:

@@ -21,8 +21,6 @@ _HEAD = r"""
 #include <cstring>
 #include <limits>
 #include <type_traits>
-
-typedef _Float16 half;
 """
 
 _HELPERS = r"""
@@ -36,6 +34,38 @@ static inline uint16_t float_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
+// IEEE half <-> float from integer and float operations only, so that loops vectorize (gcc
+// converts _Float16 through a library call per element without AVX512-FP16). Both round to
+// nearest even; a NaN keeps its sign and payload's top bits and is quiet, as in torch's conversion.
+static inline float half_to_float(uint16_t h) {
+  const uint32_t w = (uint32_t)h << 16, sign = w & 0x80000000u, two_w = w + w;
+  const float normal = __builtin_bit_cast(float, (two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+  const float denormal = __builtin_bit_cast(float, (two_w >> 17) | (126u << 23)) - 0.5f;
+  const uint32_t bits = two_w < (1u << 27) ? __builtin_bit_cast(uint32_t, denormal) : __builtin_bit_cast(uint32_t, normal);
+  return __builtin_bit_cast(float, sign | bits);
+}
+static inline uint16_t float_to_half(float f) {
+  const uint32_t x = __builtin_bit_cast(uint32_t, f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  // below 2^-14 (a half denormal): adding 0.5 rounds to the denormal step 2^-24
+  const uint32_t denormal = __builtin_bit_cast(uint32_t, __builtin_bit_cast(float, a) + 0.5f) - (126u << 23);
+  const uint32_t normal = (a + (((uint32_t)(15 - 127) << 23) + 0xfffu) + ((a >> 13) & 1u)) >> 13;
+  const uint32_t big = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u;  // NaN, or inf
+  const uint32_t bits = a >= (143u << 23) ? big : (a < (113u << 23) ? denormal : normal);
+  return (uint16_t)(sign | bits);
+}
+// A conversion: from bool by a select (gcc 12 does not vectorize a bool -> float conversion).
+template <typename T, typename S> static inline T e_cast(S x) {
+  if constexpr (std::is_same_v<S, bool> && !std::is_same_v<T, bool>) return x ? T(1) : T(0); else return static_cast<T>(x);
+}
+// Fused multiply-add where the target has it; elsewhere (an AVX2 target without FMA) a
+// multiplication and an addition, inline too: std::fma would be a library call per element.
+template <typename T> static inline T e_fma(T a, T b, T c) {
+#ifdef __FMA__
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 template <typename T> static inline T e_max(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
 template <typename T> static inline T e_min(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
 template <typename T> static inline T e_relu(T a) { return a < T(0) ? T(0) : a; }
@@ -44,13 +74,12 @@ template <typename T> static inline T e_floordiv(T a, T b) {
     T q = a / b; return ((a % b != 0) && ((a < 0) != (b < 0))) ? q - 1 : q;
   } else { return std::floor(a / b); }
 }
-template <typename T> static inline T e_remainder(T a, T b) {
-  if constexpr (std::numeric_limits<T>::is_integer) {
-    T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-  } else { T r = std::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-}
 template <typename T> static inline T e_fmod(T a, T b) {
-  if constexpr (std::numeric_limits<T>::is_integer) { return a % b; } else { return std::fmod(a, b); }
+  if constexpr (std::numeric_limits<T>::is_integer) { return a % b; }
+  else if constexpr (std::is_same_v<T, float>) { return em_fmodf(a, b); } else { return em_fmodd(a, b); }
+}
+template <typename T> static inline T e_remainder(T a, T b) {
+  const T r = e_fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 template <typename T> static inline T e_pow(T a, T b) {
   if constexpr (std::numeric_limits<T>::is_integer) {
@@ -75,14 +104,14 @@ static inline float e_expf(float x) {
   const bool zero = x < -104.0f;
   const float xc = e_pick<float, uint32_t>(zero, 0.0f, x > 88.75f ? 88.75f : x);
   const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  const float r = std::fma(n, 2.12194440e-4f, std::fma(n, -0.693359375f, xc));
+  const float r = e_fma(n, 2.12194440e-4f, e_fma(n, -0.693359375f, xc));
   float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  p = std::fma(p * r, r, r) + 1.0f;
+  p = e_fma(p, r, 1.3981999507e-3f);
+  p = e_fma(p, r, 8.3334519073e-3f);
+  p = e_fma(p, r, 4.1665795894e-2f);
+  p = e_fma(p, r, 1.6666665459e-1f);
+  p = e_fma(p, r, 5.0000001201e-1f);
+  p = e_fma(p * r, r, r) + 1.0f;
   const int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1;
   const float s1 = __builtin_bit_cast(float, (n1 + 127) << 23), s2 = __builtin_bit_cast(float, (n2 + 127) << 23);
   return e_pick<float, uint32_t>(zero, 0.0f, x != x ? x : p * s1 * s2);
