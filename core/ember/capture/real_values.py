@@ -39,9 +39,12 @@ def _iterate_const(frame: "Frame", var: ConstVar) -> list[Var]:
     if result is not None:
         return iterate(frame, result)
     value = var.value
-    if isinstance(value, (str, bytes, range, tuple, list, dict, set, frozenset, torch.Size)) or hasattr(
-        value, "__next__"
-    ) and type(value).__module__ == "builtins":
+    is_iterator = hasattr(value, "__next__") and type(value).__module__ == "builtins"
+    if is_iterator and var.source is not None:
+        # reading it would use it up: what runs after the graph (a break's native step, or the
+        # next call) would find it empty, so Python iterates over it
+        frame.fail("iteration over an iterator made outside the captured code (a generator passed in)")
+    if isinstance(value, (str, bytes, range, tuple, list, dict, set, frozenset, torch.Size)) or is_iterator:
         pin(var)  # a dict or list subclass: its items are read now, not through sources
         items = list(value)
         if any(isinstance(i, torch.Tensor) for i in items):
