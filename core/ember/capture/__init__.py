@@ -12,8 +12,9 @@ asserts that no import, even inside a function, closes a circle):
   value and back), ``builder`` (wrapping real values), ``graph``, ``side_effects``, ``state``.
 - ``dispatch``: the protocol tables. Each kind of value registers there what calling it does
   (``@handles_call``), reading and storing its attributes (``@handles_attr``,
-  ``@handles_store``), iterating over it (``@handles_iter``) and its truth (``@handles_truth``);
-  ``dispatch.call``, ``load_attr``, ``store_attr``, ``iterate`` and ``truthy`` look the handler
+  ``@handles_store``), iterating over it (``@handles_iter``), its ``len`` (``@handles_len``) and
+  its truth (``@handles_truth``); ``dispatch.call``, ``load_attr``, ``store_attr``, ``iterate``,
+  ``length`` and ``truthy`` look the handler
   up along the value's class hierarchy, so anything may use them without importing the modules
   that handle them, and no module holds an isinstance chain over kinds.
 - one module per kind of value, owning its protocols and how it is rebuilt after the graph:

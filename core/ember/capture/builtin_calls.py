@@ -15,13 +15,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from .dispatch import call, load_attr, store_attr
+from .dispatch import call, length, load_attr, store_attr
 from .exceptions import Raised, evaluate, run_ahead, throw
-from .inline import call_dunder
 from .instances import InstanceVar, pin
 from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
 from .torch_ops import BINARY_OPS
-from .objects import ObjectVar
 from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
@@ -54,28 +52,7 @@ def _const_or_none(var: Var) -> Any:
 @handles(len)
 def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
     (obj,) = args
-    if isinstance(obj, (TupleVar, ListVar, DictVar, SetVar)):
-        return ConstVar(len(obj.items))
-    if isinstance(obj, TensorVar):
-        if obj.fake.dim() == 0:
-            frame.fail("len() of a 0-d tensor")
-        return frame.state.graph.call("call_method", "size", (obj, ConstVar(0)), {})
-    if isinstance(obj, ConstVar):
-        result = call_dunder(frame, obj, "__len__", [])
-        if result is not None:
-            return result
-        pin(obj)
-        return ConstVar(len(obj.value))
-    if isinstance(obj, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
-        result = call_dunder(frame, obj, "__len__", [])
-        return result if result is not None else ConstVar(evaluate(len, obj.shadow))
-    if isinstance(obj, UserObjectVar):
-        result = call_dunder(frame, obj, "__len__", [])
-        if result is not None:
-            return result
-        throw(TypeError(f"object of type {obj.cls.__name__!r} has no len()"))
-    frame.fail(f"len() of a {type(obj).__name__}")
-    raise AssertionError
+    return length(frame, obj)
 
 
 def _python_type(var: Var) -> type:

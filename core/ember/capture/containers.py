@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .constants import NotConstant, as_const, lift, python_value
-from .dispatch import handles_attr, handles_call, handles_iter, handles_truth, iterate
+from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
 from .exceptions import evaluate, throw
 from .ops import mutable_dict, mutable_list, mutable_set
 from .values import ConstVar, DictVar, IteratorVar, ListVar, SetVar, TupleVar, Var
@@ -65,6 +65,11 @@ def _iterate_rest(frame: "Frame", var: IteratorVar) -> list[Var]:
     frame.state.remember(var)
     var.index = len(var.items)
     return list(items)
+
+
+@handles_len(TupleVar, ListVar, DictVar, SetVar)
+def _container_len(frame: "Frame", var: Var) -> Var:
+    return ConstVar(len(var.items))
 
 
 @handles_truth(TupleVar, ListVar, DictVar, SetVar)

@@ -1,12 +1,12 @@
 """The protocol tables: how a value of each kind behaves when the captured code calls it, reads
-or stores one of its attributes, iterates over it or tests its truth.
+or stores one of its attributes, iterates over it, takes its ``len`` or tests its truth.
 
 Each module that defines a kind of value registers its handlers here when it is imported
 (``@handles_call(ContextExit)``, ``@handles_attr(TensorVar)``, ``@handles_iter(ListVar)``...), as
 the inductor's lowerings register per aten op; ``capture/__init__`` imports those modules, so
 the tables are full before any capture runs. :func:`call`, :func:`load_attr`,
-:func:`store_attr`, :func:`iterate` and :func:`truthy` look the handler up along the value's
-class hierarchy; a kind with no handler is refused (the graph breaks there: tensors and
+:func:`store_attr`, :func:`iterate`, :func:`length` and :func:`truthy` look the handler up
+along the value's class hierarchy; a kind with no handler is refused (the graph breaks there: tensors and
 constants have handlers of every protocol, so the refusal names the Var's class). This module
 imports no other module of capture that could call back into it: any module may use it without
 an import circle.
@@ -28,6 +28,8 @@ AttrHandler = Callable[["Frame", Var, str], Var]
 StoreHandler = Callable[["Frame", Var, str, Any, bool], None]
 #: ``(frame, var)``: the items a ``for`` loop over ``var`` would see, materialised
 IterHandler = Callable[["Frame", Var], list[Var]]
+#: ``(frame, var)``: ``len(var)`` (a Var: a dynamic size is computed by the graph)
+LenHandler = Callable[["Frame", Var], Var]
 #: ``(frame, var)``: ``bool(var)``
 TruthHandler = Callable[["Frame", Var], bool]
 
@@ -62,12 +64,14 @@ CALLS: Table[CallHandler] = Table()
 ATTRS: Table[AttrHandler] = Table()
 STORES: Table[StoreHandler] = Table()
 ITERS: Table[IterHandler] = Table()
+LENS: Table[LenHandler] = Table()
 TRUTHS: Table[TruthHandler] = Table()
 
 handles_call = CALLS.register
 handles_attr = ATTRS.register
 handles_store = STORES.register
 handles_iter = ITERS.register
+handles_len = LENS.register
 handles_truth = TRUTHS.register
 
 
@@ -108,6 +112,15 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
     return handler(frame, var)
 
 
+def length(frame: "Frame", var: Var) -> Var:
+    """``len(var)`` in the captured code."""
+    handler = LENS.lookup(var)
+    if handler is None:
+        frame.fail(f"len() of a {type(var).__name__}")
+        raise AssertionError
+    return handler(frame, var)
+
+
 def truthy(frame: "Frame", var: Var) -> bool:
     """``bool(var)`` in the captured code."""
     handler = TRUTHS.lookup(var)
@@ -118,7 +131,7 @@ def truthy(frame: "Frame", var: Var) -> bool:
 
 
 __all__ = [
-    "ATTRS", "CALLS", "ITERS", "STORES", "TRUTHS", "AttrHandler", "CallHandler", "IterHandler", "StoreHandler",
-    "Table", "TruthHandler", "call", "handles_attr", "handles_call", "handles_iter", "handles_store",
-    "handles_truth", "iterate", "load_attr", "store_attr", "truthy",
+    "ATTRS", "CALLS", "ITERS", "LENS", "STORES", "TRUTHS", "AttrHandler", "CallHandler", "IterHandler",
+    "LenHandler", "StoreHandler", "Table", "TruthHandler", "call", "handles_attr", "handles_call", "handles_iter",
+    "handles_len", "handles_store", "handles_truth", "iterate", "length", "load_attr", "store_attr", "truthy",
 ]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .dispatch import handles_attr, handles_call, handles_iter, handles_truth, iterate
+from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
 from .exceptions import evaluate
 from .inline import call_dunder, inline_call
 from .user_objects import UserObjectVar
@@ -133,6 +133,12 @@ def _iterate(frame: "Frame", var: ObjectVar) -> list[Var]:
     if result is not None:
         return iterate(frame, result)
     return [from_shadow(frame, item) for item in evaluate(list, var.shadow)]
+
+
+@handles_len(ObjectVar)
+def _len(frame: "Frame", var: ObjectVar) -> Var:
+    result = call_dunder(frame, var, "__len__", [])
+    return result if result is not None else ConstVar(evaluate(len, var.shadow))
 
 
 @handles_truth(ObjectVar)

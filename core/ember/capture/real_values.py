@@ -1,5 +1,5 @@
-"""Real Python values known at capture time (:class:`~.values.ConstVar`): their truth and
-iteration.
+"""Real Python values known at capture time (:class:`~.values.ConstVar`): their truth,
+``len`` and iteration.
 
 A value whose class answers ``bool``/``len``/``iter`` in Python (a ModuleList's ``__len__``) has
 that code inlined; otherwise the value is asked for real and pinned (guarded on its identity),
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .constants import as_const, kind_name, lift
-from .dispatch import handles_iter, handles_truth, iterate
+from .dispatch import handles_iter, handles_len, handles_truth, iterate
 from .inline import call_dunder
 from .instances import answers_truth, pin
 from .values import ConstVar, Var
@@ -31,6 +31,15 @@ def _const_truth(frame: "Frame", var: ConstVar) -> bool:
                 return bool(as_const(frame, result, f"{name}()"))
         pin(var)
     return bool(var.value)
+
+
+@handles_len(ConstVar)
+def _const_len(frame: "Frame", var: ConstVar) -> Var:
+    result = call_dunder(frame, var, "__len__", [])
+    if result is not None:
+        return result
+    pin(var)
+    return ConstVar(len(var.value))
 
 
 @handles_iter(ConstVar)

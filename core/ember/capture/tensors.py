@@ -1,5 +1,5 @@
 """Tensors in captured code (:class:`~.values.TensorVar`): their attributes, methods, iteration,
-truth and ``.grad`` stores.
+``len``, truth and ``.grad`` stores.
 
 Metadata (``shape``, ``dtype``...) is read from the fake tensor (a dynamic size through the
 graph); views (``T``, ``real``...) and method calls become graph nodes; ``p.grad`` of a graph
@@ -14,7 +14,7 @@ import torch
 
 from . import scalar_tensors
 from .builder import wrap
-from .dispatch import handles_attr, handles_call, handles_iter, handles_store, handles_truth
+from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_store, handles_truth
 from .sources import AttrSource
 from .symbolic import constant_of, has_symbolic
 from .torch_ops import GRAPH_BREAK_CALLS, UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS
@@ -111,6 +111,13 @@ def _iterate_tensor(frame: "Frame", var: TensorVar) -> list[Var]:
         frame.fail("iteration over a 0-d tensor")
     result = frame.state.graph.call("call_method", "unbind", (var, ConstVar(0)), {})
     return list(result.items)
+
+
+@handles_len(TensorVar)
+def _tensor_len(frame: "Frame", var: TensorVar) -> Var:
+    if var.fake.dim() == 0:
+        frame.fail("len() of a 0-d tensor")
+    return frame.state.graph.call("call_method", "size", (var, ConstVar(0)), {})
 
 
 @handles_truth(TensorVar)

@@ -5,7 +5,7 @@ that exists only in the capture, its instance attributes held as Vars in ``items
 capture's undo log can restore them). ``__init__`` and methods are inlined, attribute stores
 update ``items`` (the object is new, so nothing is replayed), and the runner builds the real
 object after the graph from its recorded attributes (``cls.__new__`` plus its ``__dict__``).
-Its truth and iteration follow Python's protocols (``__bool__``/``__len__``, ``__iter__`` or
+Its truth, ``len`` and iteration follow Python's protocols (``__bool__``/``__len__``, ``__iter__`` or
 ``__getitem__`` from 0 until IndexError), inlined.
 Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, slots or abstract methods, and
 context managers (entered in Python at a graph break, see ``contexts.py``) are refused (the call
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .constants import as_const, lift
-from .dispatch import call, handles_attr, handles_iter, handles_store, handles_truth, iterate
+from .dispatch import call, handles_attr, handles_iter, handles_len, handles_store, handles_truth, iterate
 from .exceptions import Raised, throw
 from .inline import call_dunder, inline_call
 from .side_effects import DELETED
@@ -131,6 +131,14 @@ def _truth(frame: "Frame", var: UserObjectVar) -> bool:
         if result is not None:
             return bool(as_const(frame, result, f"{name}()"))
     return True
+
+
+@handles_len(UserObjectVar)
+def _len(frame: "Frame", var: UserObjectVar) -> Var:
+    result = call_dunder(frame, var, "__len__", [])
+    if result is None:
+        throw(TypeError(f"object of type {var.cls.__name__!r} has no len()"))
+    return result
 
 
 @handles_iter(UserObjectVar)
