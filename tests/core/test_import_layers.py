@@ -108,12 +108,14 @@ def test_package_has_no_import_cycle(root):
 
 
 def test_every_module_that_registers_handlers_is_imported_with_capture():
-    """A module that fills a dispatch table at import time (``@handles_call``, ``@handles``) must be
-    imported when ``ember.capture`` is, through module-level imports: else its values' calls fail."""
+    """A module that fills a dispatch table at import time (``@handles_call``, ``@handles_attr``,
+    ``@handles``...) must be imported when ``ember.capture`` is, through module-level imports:
+    else its values' calls, attributes, iteration or truth fail."""
     root = REPO / "core" / "ember"
     modules = module_names(root)
     graph = import_graph(root, inside_functions=False)
     registering = {name for name, path in modules.items() if name.startswith("ember.capture.")
-                   and re.search(r"^@handles(_call)?\(", path.read_text(), re.MULTILINE)}
-    assert {"ember.capture.calls", "ember.capture.contexts", "ember.capture.torch_helpers"} <= registering
+                   and re.search(r"^@handles(_\w+)?\(", path.read_text(), re.MULTILINE)}
+    assert {"ember.capture.calls", "ember.capture.contexts", "ember.capture.torch_helpers",
+            "ember.capture.tensors", "ember.capture.real_values"} <= registering
     assert registering - nx.descendants(graph, "ember.capture") == set()

@@ -102,6 +102,30 @@ def test_gradients_are_read_and_cleared_in_a_graph(backend):
         assert counting.ops(1).count("isub") == 4
 
 
+def manual_sgd_over_generator(model, x, y, lr=0.1):
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():  # a generator: the capture must not use it up
+            p -= lr * p.grad
+    model.zero_grad()
+    return loss
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_update_over_the_parameters_generator_matches_eager(backend):
+    torch.manual_seed(0)
+    model = _net()
+    ref = copy.deepcopy(model)
+    compiled = ember.compile(manual_sgd_over_generator, backend=backend)
+    for _ in range(3):
+        x, y = torch.randn(4, 3), torch.randn(4, 2)
+        torch.testing.assert_close(compiled(model, x, y), manual_sgd_over_generator(ref, x, y))
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q)
+        assert p.grad is None and q.grad is None
+
+
 def test_hf_training_step_matches_eager():
     torch.manual_seed(0)
     config = transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,

@@ -10,17 +10,26 @@ asserts that no import, even inside a function, closes a circle):
 - leaves: ``values`` (the symbolic values), ``sources``, ``compat``, ``torch_ops`` (facts about
   torch's API), ``skips``, ``global_state``, ``eager_checks``; then ``constants`` (a Var's Python
   value and back), ``builder`` (wrapping real values), ``graph``, ``side_effects``, ``state``.
-- ``dispatch``: the call table. Each kind of value registers there what calling it does;
-  anything may call ``dispatch.call`` without importing the modules that handle the call.
-- one module per kind of value, owning its calls, attributes, iteration and rebuilding:
-  ``exceptions``, ``contexts`` (context managers), ``locks``, ``inline`` (Python functions: run
-  in a child frame made by the caller's ``type(frame)``), ``user_objects``, ``objects``
-  (objects built over fake tensors), ``supers`` (``super()``), ``hooks`` (module hooks),
-  ``containers`` (list/dict/set methods), ``attrs`` (attribute reads and stores, tensor methods),
-  ``autograd_functions`` (user ``torch.autograd.Function.apply`` as one node).
-- ``ops`` (operators, indexing, truth, iteration, dunder dispatch) and ``builtin_calls`` with
-  ``torch_helpers`` and ``copies`` (Python's builtins, torch's helpers and ``copy.deepcopy``, in
-  the ``BUILTIN_HANDLERS`` table).
+- ``dispatch``: the protocol tables. Each kind of value registers there what calling it does
+  (``@handles_call``), reading and storing its attributes (``@handles_attr``,
+  ``@handles_store``), iterating over it (``@handles_iter``), its ``len`` (``@handles_len``) and
+  its truth (``@handles_truth``); ``dispatch.call``, ``load_attr``, ``store_attr``, ``iterate``,
+  ``length`` and ``truthy`` look the handler
+  up along the value's class hierarchy, so anything may use them without importing the modules
+  that handle them, and no module holds an isinstance chain over kinds.
+- one module per kind of value, owning its protocols and how it is rebuilt after the graph:
+  ``symbolic`` (sizes), ``tensors`` (attributes, methods, iteration, ``.grad`` stores),
+  ``real_values`` and ``attrs`` (real objects known at capture time, ConstVar: truth and
+  iteration; attribute reads and stores of modules, classes and instances), ``containers``
+  (lists, dicts, sets, tuples, iterators), ``exceptions``, ``contexts`` (context managers),
+  ``locks``, ``inline`` (Python functions: run in a child frame made by the caller's
+  ``type(frame)``; ``call_dunder``), ``user_objects`` (plain Python objects built by the
+  capture, HF caches), ``objects`` (objects built over fake tensors), ``supers`` (``super()``),
+  ``hooks`` (module hooks), ``autograd_functions`` (user ``torch.autograd.Function.apply`` as one
+  node).
+- ``ops`` (operators, indexing, membership) and ``builtin_calls`` with ``torch_helpers`` and
+  ``copies`` (Python's builtins, torch's helpers and ``copy.deepcopy``, in the
+  ``BUILTIN_HANDLERS`` table).
 - ``calls``: calls of real values (torch ops, modules, classes, functions), registered for
   ConstVar; ``frame``: decodes instructions and dispatches to the above; ``breaks``, ``resume``
   and ``output`` plan graph breaks and write the code that rebuilds values after the graph.
@@ -41,9 +50,12 @@ import torch.fx
 
 from ..errors import GeneratedCodeFailed, Unsupported
 from . import contexts, global_state
-# the modules that register their values' behaviour in dispatch.CALL_HANDLERS and
+# the modules that register their values' behaviour in the dispatch tables and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
-from . import attrs, calls, containers, copies, inline, objects, supers, torch_helpers  # noqa: F401
+from . import (  # noqa: F401
+    attrs, calls, containers, copies, inline, objects, real_values, supers, symbolic, tensors, torch_helpers,
+    user_objects,
+)
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from .dispatch import call, length, load_attr, store_attr
 from .exceptions import Raised, evaluate, run_ahead, throw
 from .instances import InstanceVar, pin
 from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
 from .torch_ops import BINARY_OPS
-from .objects import ObjectVar
 from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
@@ -52,34 +52,7 @@ def _const_or_none(var: Var) -> Any:
 @handles(len)
 def _len(frame: "Frame", args: list, kwargs: dict) -> Var:
     (obj,) = args
-    if isinstance(obj, (TupleVar, ListVar, DictVar, SetVar)):
-        return ConstVar(len(obj.items))
-    if isinstance(obj, TensorVar):
-        if obj.fake.dim() == 0:
-            frame.fail("len() of a 0-d tensor")
-        return frame.state.graph.call("call_method", "size", (obj, ConstVar(0)), {})
-    if isinstance(obj, ConstVar):
-        from .ops import call_dunder
-
-        result = call_dunder(frame, obj, "__len__", [])
-        if result is not None:
-            return result
-        pin(obj)
-        return ConstVar(len(obj.value))
-    if isinstance(obj, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
-        from .ops import call_dunder
-
-        result = call_dunder(frame, obj, "__len__", [])
-        return result if result is not None else ConstVar(evaluate(len, obj.shadow))
-    if isinstance(obj, UserObjectVar):
-        from .ops import call_dunder
-
-        result = call_dunder(frame, obj, "__len__", [])
-        if result is not None:
-            return result
-        throw(TypeError(f"object of type {obj.cls.__name__!r} has no len()"))
-    frame.fail(f"len() of a {type(obj).__name__}")
-    raise AssertionError
+    return length(frame, obj)
 
 
 def _python_type(var: Var) -> type:
@@ -161,8 +134,6 @@ def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(map)
 def _map(frame: "Frame", args: list, kwargs: dict) -> Var:
-    from .dispatch import call
-
     fn, *iterables = args
     columns = [iterate(frame, a) for a in iterables]
     with run_ahead(frame, "map()"):
@@ -171,8 +142,6 @@ def _map(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(filter)
 def _filter(frame: "Frame", args: list, kwargs: dict) -> Var:
-    from .dispatch import call
-
     fn, iterable = args
     items = iterate(frame, iterable)
     if isinstance(fn, ConstVar) and fn.value is None:
@@ -292,7 +261,6 @@ BUILTIN_HANDLERS[all] = _make_any_all(all)
 @handles(getattr)
 def _getattr(frame: "Frame", args: list, kwargs: dict) -> Var:
     from ..errors import Unsupported
-    from .attrs import load_attr
 
     name = as_const(frame, args[1], "getattr's name")
     if len(args) == 3:
@@ -314,7 +282,6 @@ def _make_store(fn: Callable, deletes: bool, default: bool) -> Handler:
     ``object.__setattr__``/``__delattr__`` (what a custom ``__setattr__`` ends in, often through
     ``super()``) is Python's own store, which skips the class's hook."""
     def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
-        from .attrs import store_attr
         from .side_effects import DELETED
 
         if kwargs or len(args) != (2 if deletes else 3):
@@ -336,8 +303,6 @@ BUILTIN_HANDLERS[object.__delattr__] = _make_store(object.__delattr__, deletes=T
 def _object_getattribute(frame: "Frame", args: list, kwargs: dict) -> Var:
     """Python's own attribute lookup, what a custom ``__getattribute__`` ends in: the capture's
     reads of real objects already skip the class's hook."""
-    from .attrs import load_attr
-
     if kwargs or len(args) != 2:
         frame.fail(f"object.__getattribute__() with {len(args)} arguments")
     return load_attr(frame, args[0], as_const(frame, args[1], "object.__getattribute__'s name"))
@@ -350,7 +315,6 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
         return ConstVar(hasattr(obj.fake, name))
     if isinstance(obj, ConstVar):
         if isinstance(obj.value, torch.nn.Module) or isinstance(obj, InstanceVar):
-            from .attrs import load_attr
             from ..errors import Unsupported
 
             try:  # True: the attribute read is guarded; False: its absence is
@@ -458,8 +422,6 @@ def _op_getitem(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(functools.reduce)
 def _reduce(frame: "Frame", args: list, kwargs: dict) -> Var:
-    from .dispatch import call
-
     fn, iterable = args[0], iterate(frame, args[1])
     acc = args[2] if len(args) > 2 else iterable.pop(0)
     for item in iterable:

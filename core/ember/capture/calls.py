@@ -18,7 +18,7 @@ from ..distributed import native_reason
 from . import autograd_functions, contexts, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
-from .dispatch import call, handles_call
+from .dispatch import call, handles_call, handles_truth, load_attr
 from .distributed import collective_handler
 from .exceptions import evaluate, is_plain_exception_class
 from .inline import inline_call
@@ -47,6 +47,11 @@ def _call_bound_method(frame: "Frame", fn: BoundMethodVar, args: list[Var], kwar
             and optimizers.is_init_group(fn.self_var.value, fn.func.value):
         return optimizers.init_group(frame, fn.self_var, args, kwargs)
     return call(frame, fn.func, [fn.self_var, *args], kwargs)
+
+
+@handles_truth(BoundMethodVar)
+def _bound_method_truth(frame: "Frame", fn: BoundMethodVar) -> bool:
+    return True
 
 
 @handles_call(PartialVar)
@@ -202,7 +207,6 @@ def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: 
 def _container_view(frame: "Frame", owner: ConstVar, descriptor: Any, call_args: tuple) -> Var:
     """``d.items()`` of a real dict read from the frame: the dict wrapped as a container (its keys
     guarded), then its own method."""
-    from .attrs import load_attr
     from .builder import wrap
 
     container = wrap(frame.state, owner.value, owner.source)

@@ -1,21 +1,80 @@
-"""Methods of the containers that captured code builds (lists, dicts, sets, tuples, namedtuples).
+"""The containers that captured code builds (lists, dicts, sets, tuples, namedtuples) and the
+iterators over them: their methods, attributes, iteration and truth.
 
 ``list.append``, ``dict.update``, ``set.add``... change the captured container in place (made
-mutable first, see ``ops.mutable_list``); reads over constants are evaluated for real.
+mutable first, see ``ops.mutable_list``); reads over constants are evaluated for real. A
+namedtuple's fields are its items.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .attrs import ContainerMethod
 from .constants import NotConstant, as_const, lift, python_value
-from .dispatch import handles_call
+from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
 from .exceptions import evaluate, throw
-from .ops import iterate, mutable_dict, mutable_list, mutable_set
+from .ops import mutable_dict, mutable_list, mutable_set
 from .values import ConstVar, DictVar, IteratorVar, ListVar, SetVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
+
+
+class ContainerMethod(Var):
+    """``list.append``, ``dict.items``, ``set.add`` ... on a container, before it is called."""
+
+    def __init__(self, container: Var, name: str) -> None:
+        self.container = container
+        self.name = name
+
+
+@handles_attr(ListVar, DictVar, SetVar)
+def _container_attr(frame: "Frame", obj: Var, name: str) -> Var:
+    if name.startswith("__"):
+        frame.fail(f"attribute {name} of a container")
+    return ContainerMethod(obj, name)
+
+
+@handles_attr(TupleVar)
+def _tuple_attr(frame: "Frame", obj: TupleVar, name: str) -> Var:
+    if obj.tuple_type is tuple:
+        return _container_attr(frame, obj, name)
+    fields = getattr(obj.tuple_type, "_fields", None) or getattr(obj.tuple_type, "__match_args__", None)
+    if fields and name in fields:
+        return obj.items[fields.index(name)]
+    return ContainerMethod(obj, name)
+
+
+@handles_iter(TupleVar, ListVar)
+def _iterate_sequence(frame: "Frame", var: TupleVar | ListVar) -> list[Var]:
+    return list(var.items)
+
+
+@handles_iter(DictVar)
+def _iterate_dict(frame: "Frame", var: DictVar) -> list[Var]:
+    return [ConstVar(k) for k in var.items]
+
+
+@handles_iter(SetVar)
+def _iterate_set(frame: "Frame", var: SetVar) -> list[Var]:
+    return [lift(v) for v in var.items]
+
+
+@handles_iter(IteratorVar)
+def _iterate_rest(frame: "Frame", var: IteratorVar) -> list[Var]:
+    items = var.items[var.index:]
+    frame.state.remember(var)
+    var.index = len(var.items)
+    return list(items)
+
+
+@handles_len(TupleVar, ListVar, DictVar, SetVar)
+def _container_len(frame: "Frame", var: Var) -> Var:
+    return ConstVar(len(var.items))
+
+
+@handles_truth(TupleVar, ListVar, DictVar, SetVar)
+def _container_truth(frame: "Frame", var: Var) -> bool:
+    return len(var.items) > 0
 
 
 @handles_call(ContainerMethod)
@@ -141,4 +200,4 @@ def _set_argument(frame: "Frame", var: Var, name: str) -> Any:
     return as_const(frame, var, f"an argument of set.{name}")
 
 
-__all__ = ["container_method"]
+__all__ = ["ContainerMethod", "container_method"]

@@ -1,15 +1,19 @@
-"""The call table: how a value of each kind behaves when the captured code calls it.
+"""The protocol tables: how a value of each kind behaves when the captured code calls it, reads
+or stores one of its attributes, iterates over it, takes its ``len`` or tests its truth.
 
-Each module that defines a kind of value registers the handler of its calls here when it is
-imported (``@handles_call(ContextExit)``), as the inductor's lowerings register per aten op;
-``capture/__init__`` imports those modules, so the table is full before any capture runs.
-:func:`call` looks the handler up along the callee's class hierarchy. This module imports no
-other module of capture that could call back into it: any module may call :func:`call` without
+Each module that defines a kind of value registers its handlers here when it is imported
+(``@handles_call(ContextExit)``, ``@handles_attr(TensorVar)``, ``@handles_iter(ListVar)``...), as
+the inductor's lowerings register per aten op; ``capture/__init__`` imports those modules, so
+the tables are full before any capture runs. :func:`call`, :func:`load_attr`,
+:func:`store_attr`, :func:`iterate`, :func:`length` and :func:`truthy` look the handler up
+along the value's class hierarchy; a kind with no handler is refused (the graph breaks there: tensors and
+constants have handlers of every protocol, so the refusal names the Var's class). This module
+imports no other module of capture that could call back into it: any module may use it without
 an import circle.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from .values import Var
 
@@ -17,27 +21,117 @@ if TYPE_CHECKING:
     from .frame import Frame
 
 CallHandler = Callable[["Frame", Var, list[Var], dict[str, Var]], Var]
-CALL_HANDLERS: dict[type[Var], CallHandler] = {}
+#: ``(frame, obj, name)``: the value of ``obj.name``
+AttrHandler = Callable[["Frame", Var, str], Var]
+#: ``(frame, obj, name, value, default)``: record ``obj.name = value`` (``value`` is
+#: side_effects.DELETED for ``del obj.name``; ``default`` for Python's own ``object.__setattr__``)
+StoreHandler = Callable[["Frame", Var, str, Any, bool], None]
+#: ``(frame, var)``: the items a ``for`` loop over ``var`` would see, materialised
+IterHandler = Callable[["Frame", Var], list[Var]]
+#: ``(frame, var)``: ``len(var)`` (a Var: a dynamic size is computed by the graph)
+LenHandler = Callable[["Frame", Var], Var]
+#: ``(frame, var)``: ``bool(var)``
+TruthHandler = Callable[["Frame", Var], bool]
+
+H = TypeVar("H")
 
 
-def handles_call(*kinds: type[Var]) -> Callable[[CallHandler], CallHandler]:
-    """Register the decorated function as what calling a value of each of ``kinds`` does."""
-    def register(handler: CallHandler) -> CallHandler:
-        for kind in kinds:
-            CALL_HANDLERS[kind] = handler
-        return handler
+class Table(Generic[H]):
+    """Handlers of one protocol, by kind of value (a Var subclass)."""
 
-    return register
+    def __init__(self) -> None:
+        self.handlers: dict[type[Var], H] = {}
+
+    def register(self, *kinds: type[Var]) -> Callable[[H], H]:
+        """Register the decorated function as the handler of each of ``kinds``."""
+        def register(handler: H) -> H:
+            for kind in kinds:
+                self.handlers[kind] = handler
+            return handler
+
+        return register
+
+    def lookup(self, var: Var) -> H | None:
+        """The handler registered for ``var``'s class or its nearest base."""
+        for kind in type(var).__mro__:
+            handler = self.handlers.get(kind)
+            if handler is not None:
+                return handler
+        return None
+
+
+CALLS: Table[CallHandler] = Table()
+ATTRS: Table[AttrHandler] = Table()
+STORES: Table[StoreHandler] = Table()
+ITERS: Table[IterHandler] = Table()
+LENS: Table[LenHandler] = Table()
+TRUTHS: Table[TruthHandler] = Table()
+
+handles_call = CALLS.register
+handles_attr = ATTRS.register
+handles_store = STORES.register
+handles_iter = ITERS.register
+handles_len = LENS.register
+handles_truth = TRUTHS.register
 
 
 def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """``fn(*args, **kwargs)`` in the captured code."""
-    for kind in type(fn).__mro__:
-        handler = CALL_HANDLERS.get(kind)
-        if handler is not None:
-            return handler(frame, fn, args, kwargs)
-    frame.fail(f"calling a {type(fn).__name__} is not supported")
-    raise AssertionError
+    handler = CALLS.lookup(fn)
+    if handler is None:
+        frame.fail(f"calling a {type(fn).__name__} is not supported")
+        raise AssertionError
+    return handler(frame, fn, args, kwargs)
 
 
-__all__ = ["CALL_HANDLERS", "CallHandler", "call", "handles_call"]
+def load_attr(frame: "Frame", obj: Var, name: str) -> Var:
+    """``obj.name`` in the captured code."""
+    handler = ATTRS.lookup(obj)
+    if handler is None:
+        frame.fail(f"attribute {name!r} of a {type(obj).__name__} is not supported")
+        raise AssertionError
+    return handler(frame, obj, name)
+
+
+def store_attr(frame: "Frame", obj: Var, name: str, value: Any, *, default: bool = False) -> None:
+    """Record ``obj.name = value`` (or a deletion) to be replayed after the graph; ``default``:
+    the store is Python's own (``object.__setattr__``), not the class's ``__setattr__``."""
+    handler = STORES.lookup(obj)
+    if handler is None:
+        frame.fail(f"assignment to attribute {name!r} of a {type(obj).__name__}")
+        raise AssertionError
+    handler(frame, obj, name, value, default)
+
+
+def iterate(frame: "Frame", var: Var) -> list[Var]:
+    """The items a ``for`` loop over ``var`` would see, materialised."""
+    handler = ITERS.lookup(var)
+    if handler is None:
+        frame.fail(f"iteration over a {type(var).__name__} is not supported")
+        raise AssertionError
+    return handler(frame, var)
+
+
+def length(frame: "Frame", var: Var) -> Var:
+    """``len(var)`` in the captured code."""
+    handler = LENS.lookup(var)
+    if handler is None:
+        frame.fail(f"len() of a {type(var).__name__}")
+        raise AssertionError
+    return handler(frame, var)
+
+
+def truthy(frame: "Frame", var: Var) -> bool:
+    """``bool(var)`` in the captured code."""
+    handler = TRUTHS.lookup(var)
+    if handler is None:
+        frame.fail(f"truth value of a {type(var).__name__} is not supported")
+        raise AssertionError
+    return handler(frame, var)
+
+
+__all__ = [
+    "ATTRS", "CALLS", "ITERS", "LENS", "STORES", "TRUTHS", "AttrHandler", "CallHandler", "IterHandler",
+    "LenHandler", "StoreHandler", "Table", "TruthHandler", "call", "handles_attr", "handles_call", "handles_iter",
+    "handles_len", "handles_store", "handles_truth", "iterate", "length", "load_attr", "store_attr", "truthy",
+]

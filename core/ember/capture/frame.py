@@ -20,10 +20,9 @@ import torch
 
 from ..errors import Unsupported
 from . import exceptions, ops
-from .attrs import load_attr, store_attr
 from .builder import wrap
 from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
-from .dispatch import call
+from .dispatch import call, load_attr, store_attr
 from .sources import LocalSource, cell_source, global_source
 from .state import CaptureState
 from .supers import super_attr

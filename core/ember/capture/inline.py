@@ -2,6 +2,7 @@
 
 The arguments are bound as Python binds them (defaults, ``*args``, ``**kwargs``); a generator
 runs to completion where it is called and its caller gets an iterator over what it yielded.
+:func:`call_dunder` inlines a special method (``__len__``, ``__iter__``...) written in Python.
 The child frame is made by the calling frame's own class, so this module needs no import of it.
 """
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .constants import lift
-from .dispatch import handles_call
+from .dispatch import handles_attr, handles_call, handles_truth
 from .exceptions import run_ahead
 from .state import MAX_INLINE_DEPTH
-from .values import DictVar, FunctionVar, IteratorVar, TupleVar, Var
+from .values import ConstVar, DictVar, FunctionVar, IteratorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -117,4 +118,27 @@ def _default(frame: "Frame", value: Any) -> Var:
     return lift(value)
 
 
-__all__ = ["inline_call"]
+
+
+def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | None:
+    """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
+    method = inspect.getattr_static(obj.python_type(), name, None)
+    if isinstance(method, types.FunctionType):
+        return inline_call(frame, ConstVar(method), [obj, *args], {})
+    return None
+
+
+@handles_attr(FunctionVar)
+def _function_attr(frame: "Frame", obj: FunctionVar, name: str) -> Var:
+    if name in ("__name__", "__qualname__"):
+        return ConstVar(obj.name)
+    frame.fail(f"attribute {name!r} of a {type(obj).__name__} is not supported")
+    raise AssertionError
+
+
+@handles_truth(FunctionVar)
+def _function_truth(frame: "Frame", var: FunctionVar) -> bool:
+    return True
+
+
+__all__ = ["call_dunder", "inline_call"]

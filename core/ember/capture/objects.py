@@ -4,7 +4,8 @@ The object is really constructed at capture time, over fake tensors: a *shadow*.
 attributes, items and builtin methods run on the shadow, and the fake tensors they return are
 mapped back to the graph values they stand for. The runner rebuilds the real object by calling
 the constructor again with the real values, so the object is never mutated after construction
-inside the capture (a mutation is refused, which breaks the graph instead).
+inside the capture (a mutation is refused, which breaks the graph instead). Its truth is the
+shadow's; iteration inlines a Python ``__iter__`` or lists the shadow.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .dispatch import handles_call
+from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
+from .exceptions import evaluate
+from .inline import call_dunder, inline_call
 from .user_objects import UserObjectVar
 from .values import BoundMethodVar, ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
 
@@ -98,13 +101,12 @@ def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]
     return var
 
 
+@handles_attr(ObjectVar)
 def load_attr(frame: "Frame", obj: ObjectVar, name: str) -> Var:
     static = inspect.getattr_static(obj.shadow, name, None)
     if isinstance(static, types.FunctionType):
         return BoundMethodVar(ConstVar(static), obj)
     if isinstance(static, property):
-        from .inline import inline_call
-
         return inline_call(frame, ConstVar(static.fget), [obj], {})
     try:
         value = getattr(obj.shadow, name)
@@ -122,6 +124,26 @@ def call_method(frame: "Frame", method: ShadowMethod, args: list[Var], kwargs: d
         frame.fail(f"{type(method.owner.shadow).__name__}.{name}() would mutate an object built in captured code")
     result = method.method(*[to_shadow(frame, a) for a in args], **{k: to_shadow(frame, v) for k, v in kwargs.items()})
     return from_shadow(frame, list(result) if name in ("keys", "values", "items") else result)
+
+
+@handles_iter(ObjectVar)
+def _iterate(frame: "Frame", var: ObjectVar) -> list[Var]:
+    """A dataclass built over fake tensors (a ModelOutput): its Python ``__iter__``, or the shadow's items."""
+    result = call_dunder(frame, var, "__iter__", [])
+    if result is not None:
+        return iterate(frame, result)
+    return [from_shadow(frame, item) for item in evaluate(list, var.shadow)]
+
+
+@handles_len(ObjectVar)
+def _len(frame: "Frame", var: ObjectVar) -> Var:
+    result = call_dunder(frame, var, "__len__", [])
+    return result if result is not None else ConstVar(evaluate(len, var.shadow))
+
+
+@handles_truth(ObjectVar)
+def _truth(frame: "Frame", var: ObjectVar) -> bool:
+    return bool(var.shadow)
 
 
 def super_method(frame: "Frame", owner: ObjectVar, attr: Any) -> Var:

@@ -1,13 +1,13 @@
-"""Python operators over symbolic values: arithmetic, comparison, indexing, iteration, truth.
+"""Python operators over symbolic values: arithmetic, comparison, indexing, membership.
 
 Constants are computed for real; anything touching a tensor becomes a graph node through the
 ``operator`` function that Python itself would call (``operator.add``, ``operator.getitem``...),
 and so does arithmetic on symbolic sizes (:mod:`.symbolic`).
-Containers of symbolic values are handled structurally.
+Containers of symbolic values are handled structurally. Iteration and truth are each kind's
+own (the ``dispatch`` tables).
 """
 from __future__ import annotations
 
-import inspect
 import operator
 import types
 from typing import TYPE_CHECKING, Any
@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import objects, optimizers, user_objects
+from . import objects, optimizers
 from .constants import NotConstant, as_const, kind_name, lift, python_value
+from .dispatch import iterate, truthy
 from .exceptions import evaluate, throw
-from .instances import answers_truth, pin
-from .inline import inline_call
+from .instances import pin
+from .inline import call_dunder
 from .objects import ObjectVar
 from .symbolic import SliceVar, SymVar, is_operand, record
 from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
-    NULL, BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar,
-    TupleVar, Var, contains_tensor,
+    NULL, ConstVar, DictVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var, contains_tensor,
 )
 
 if TYPE_CHECKING:
@@ -202,35 +202,6 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
     return any(is_same(frame, item, v) for v in items)
 
 
-def truthy(frame: "Frame", var: Var) -> bool:
-    if isinstance(var, ConstVar):
-        if answers_truth(type(var.value)):
-            for name in ("__bool__", "__len__"):  # Python code (a ModuleList's len): inlined
-                result = call_dunder(frame, var, name, [])
-                if result is not None:
-                    return bool(as_const(frame, result, f"{name}()"))
-            pin(var)
-        return bool(var.value)
-    if isinstance(var, SymVar):  # a branch on sizes: the ShapeEnv guards the relation
-        return bool(var.value)
-    if isinstance(var, (TupleVar, ListVar, DictVar, SetVar)):
-        return len(var.items) > 0
-    if isinstance(var, TensorVar):
-        frame.fail("data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`)")
-    if isinstance(var, (FunctionVar, BoundMethodVar)):
-        return True
-    if isinstance(var, ObjectVar):
-        return bool(var.shadow)
-    if isinstance(var, UserObjectVar):
-        for name in ("__bool__", "__len__"):
-            result = call_dunder(frame, var, name, [])
-            if result is not None:
-                return bool(as_const(frame, result, f"{name}()"))
-        return True
-    frame.fail(f"truth value of a {kind_name(var)} is not supported")
-    raise AssertionError
-
-
 def make_slice(frame: "Frame", start: Var, stop: Var, step: Var) -> Var:
     if any(isinstance(v, SymVar) for v in (start, stop, step)):
         return SliceVar(start, stop, step)
@@ -372,83 +343,10 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
     raise AssertionError
 
 
-def iterate(frame: "Frame", var: Var) -> list[Var]:
-    """The items a ``for`` loop over ``var`` would see, materialised."""
-    if isinstance(var, (TupleVar, ListVar)):
-        return list(var.items)
-    if isinstance(var, DictVar):
-        return [ConstVar(k) for k in var.items]
-    if isinstance(var, SetVar):
-        return [lift(v) for v in var.items]
-    if isinstance(var, IteratorVar):
-        items = var.items[var.index:]
-        frame.state.remember(var)
-        var.index = len(var.items)
-        return list(items)
-    if isinstance(var, TensorVar):
-        if var.fake.dim() == 0:
-            frame.fail("iteration over a 0-d tensor")
-        result = frame.state.graph.call("call_method", "unbind", (var, ConstVar(0)), {})
-        return list(result.items)
-    if isinstance(var, ObjectVar):  # a dataclass built over fake tensors (a ModelOutput)
-        result = call_dunder(frame, var, "__iter__", [])
-        if result is not None:
-            return iterate(frame, result)
-        return [objects.from_shadow(frame, item) for item in evaluate(list, var.shadow)]
-    if isinstance(var, (ConstVar, UserObjectVar)):
-        result = call_dunder(frame, var, "__iter__", [])
-        if result is not None:
-            return iterate(frame, result)
-        if isinstance(var, UserObjectVar):
-            return _iterate_by_index(frame, var)
-        value = var.value
-        if isinstance(value, (str, bytes, range, tuple, list, dict, set, frozenset, torch.Size)) or hasattr(
-            value, "__next__"
-        ) and type(value).__module__ == "builtins":
-            pin(var)  # a dict or list subclass: its items are read now, not through sources
-            items = list(value)
-            if any(isinstance(i, torch.Tensor) for i in items):
-                frame.fail("iteration over a constant holding tensors")
-            return [lift(i) for i in items]
-    frame.fail(f"iteration over a {kind_name(var)} is not supported")
-    raise AssertionError
-
-
-def _iterate_by_index(frame: "Frame", var: UserObjectVar) -> list[Var]:
-    """The old sequence protocol: ``obj[0]``, ``obj[1]``... until ``__getitem__`` raises IndexError."""
-    from .exceptions import Raised
-
-    items: list[Var] = []
-    while len(items) < 100_000:
-        try:
-            item = call_dunder(frame, var, "__getitem__", [ConstVar(len(items))])
-        except Raised as raised:
-            if isinstance(raised.value.value, IndexError):
-                return items
-            raise
-        if item is None:
-            frame.fail(f"iteration over a {var.cls.__name__} (no Python __iter__ or __getitem__)")
-        items.append(item)
-    frame.fail(f"iteration over a {var.cls.__name__} does not end")
-    raise AssertionError
-
-
 def get_iter(frame: "Frame", var: Var) -> IteratorVar:
     if isinstance(var, IteratorVar):
         return var
     return IteratorVar(iterate(frame, var))
-
-
-def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | None:
-    """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
-    if isinstance(obj, user_objects.UserObjectVar):
-        cls = obj.cls
-    else:
-        cls = type(obj.shadow) if isinstance(obj, objects.ObjectVar) else type(obj.value)
-    method = inspect.getattr_static(cls, name, None)
-    if isinstance(method, types.FunctionType):
-        return inline_call(frame, ConstVar(method), [obj, *args], {})
-    return None
 
 
 __all__ = [

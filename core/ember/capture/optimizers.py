@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .attrs import input_of
 from .builder import wrap
 from .constants import NotConstant, lift, python_value
 from .instances import pin
 from .sources import AttrSource, Constants, ItemSource, Source
+from .tensors import input_of
 from .values import ConstVar, DictVar, ListVar, TensorVar, Var
 
 if TYPE_CHECKING:

@@ -102,7 +102,8 @@ class OutputBuilder:
             if var.dict_type is dict:
                 return "{" + body + "}"
             return f"{self.consts.name(var.dict_type, 'D')}({{{body}}})"
-        from .attrs import ContainerMethod, TensorMethod
+        from .containers import ContainerMethod
+        from .tensors import TensorMethod
         from .objects import rebuild_expr
 
         if isinstance(var, ObjectVar):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from . import objects, user_objects
 from .constants import lift, python_value
-from .dispatch import handles_call
+from .dispatch import handles_attr, handles_call
 from .inline import inline_call
 from .values import BoundMethodVar, CellVar, ConstVar, Var, contains_tensor
 
@@ -30,6 +30,11 @@ class SuperProxy(Var):
 def _call_super(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     frame.fail("calling super() directly")
     raise AssertionError
+
+
+@handles_attr(SuperProxy)
+def _proxy_attr(frame: "Frame", obj: SuperProxy, name: str) -> Var:
+    return super_attr(frame, ConstVar(obj.cls), obj.self_var, name)
 
 
 def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:

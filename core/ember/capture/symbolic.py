@@ -25,6 +25,7 @@ from torch._guards import GuardSource, Source as TorchSource
 from torch.fx.experimental.symbolic_shapes import free_symbols
 
 from ..errors import Unsupported
+from .dispatch import handles_truth
 from .values import ConstVar, ListVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -51,6 +52,11 @@ class SymVar(Var):
 
     def __repr__(self) -> str:
         return f"SymVar({self.node.name}, {self.value})"
+
+
+@handles_truth(SymVar)
+def _sym_truth(frame: "Frame", var: SymVar) -> bool:
+    return bool(var.value)  # a branch on sizes: the ShapeEnv guards the relation
 
 
 @dataclasses.dataclass(eq=False)

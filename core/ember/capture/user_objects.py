@@ -5,6 +5,8 @@ that exists only in the capture, its instance attributes held as Vars in ``items
 capture's undo log can restore them). ``__init__`` and methods are inlined, attribute stores
 update ``items`` (the object is new, so nothing is replayed), and the runner builds the real
 object after the graph from its recorded attributes (``cls.__new__`` plus its ``__dict__``).
+Its truth, ``len`` and iteration follow Python's protocols (``__bool__``/``__len__``, ``__iter__`` or
+``__getitem__`` from 0 until IndexError), inlined.
 Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, slots or abstract methods, and
 context managers (entered in Python at a graph break, see ``contexts.py``) are refused (the call
 breaks the graph instead).
@@ -18,6 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .constants import as_const, lift
+from .dispatch import call, handles_attr, handles_iter, handles_len, handles_store, handles_truth, iterate
+from .exceptions import Raised, throw
+from .inline import call_dunder, inline_call
+from .side_effects import DELETED
 from .values import BoundMethodVar, ConstVar, Var
 
 if TYPE_CHECKING:
@@ -63,8 +70,6 @@ def can_construct(cls: Any) -> bool:
 
 
 def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> UserObjectVar:
-    from .inline import inline_call
-
     var = UserObjectVar(cls)
     init = inspect.getattr_static(cls, "__init__")
     if isinstance(init, types.FunctionType):
@@ -76,12 +81,8 @@ def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]
     return var
 
 
+@handles_attr(UserObjectVar)
 def load_attr(frame: "Frame", obj: UserObjectVar, name: str) -> Var:
-    from .dispatch import call
-    from .inline import inline_call
-    from .exceptions import throw
-    from .constants import lift
-
     if name == "__class__":
         return ConstVar(obj.cls)
     if name == "__dict__":
@@ -108,11 +109,10 @@ def load_attr(frame: "Frame", obj: UserObjectVar, name: str) -> Var:
     raise AssertionError
 
 
-def store_attr(frame: "Frame", obj: UserObjectVar, name: str, value: Any) -> None:
-    """``obj.name = value`` (a Var) or ``del obj.name`` (``value`` is side_effects.DELETED)."""
-    from .exceptions import throw
-    from .side_effects import DELETED
-
+@handles_store(UserObjectVar)
+def store_attr(frame: "Frame", obj: UserObjectVar, name: str, value: Any, default: bool = False) -> None:
+    """``obj.name = value`` (a Var) or ``del obj.name`` (``value`` is side_effects.DELETED); built
+    by the capture, so nothing is replayed (``default``, Python's own store, is the same here)."""
     if isinstance(inspect.getattr_static(obj.cls, name, None), property):
         frame.fail(f"assignment to property {name!r} of {obj.cls.__name__}")
     frame.state.remember(obj)
@@ -122,6 +122,49 @@ def store_attr(frame: "Frame", obj: UserObjectVar, name: str, value: Any) -> Non
         del obj.items[name]
     else:
         obj.items[name] = value
+
+
+@handles_truth(UserObjectVar)
+def _truth(frame: "Frame", var: UserObjectVar) -> bool:
+    for name in ("__bool__", "__len__"):
+        result = call_dunder(frame, var, name, [])
+        if result is not None:
+            return bool(as_const(frame, result, f"{name}()"))
+    return True
+
+
+@handles_len(UserObjectVar)
+def _len(frame: "Frame", var: UserObjectVar) -> Var:
+    result = call_dunder(frame, var, "__len__", [])
+    if result is None:
+        throw(TypeError(f"object of type {var.cls.__name__!r} has no len()"))
+    return result
+
+
+@handles_iter(UserObjectVar)
+def _iterate(frame: "Frame", var: UserObjectVar) -> list[Var]:
+    result = call_dunder(frame, var, "__iter__", [])
+    if result is not None:
+        return iterate(frame, result)
+    return _iterate_by_index(frame, var)
+
+
+def _iterate_by_index(frame: "Frame", var: UserObjectVar) -> list[Var]:
+    """The old sequence protocol: ``obj[0]``, ``obj[1]``... until ``__getitem__`` raises IndexError."""
+
+    items: list[Var] = []
+    while len(items) < 100_000:
+        try:
+            item = call_dunder(frame, var, "__getitem__", [ConstVar(len(items))])
+        except Raised as raised:
+            if isinstance(raised.value.value, IndexError):
+                return items
+            raise
+        if item is None:
+            frame.fail(f"iteration over a {var.cls.__name__} (no Python __iter__ or __getitem__)")
+        items.append(item)
+    frame.fail(f"iteration over a {var.cls.__name__} does not end")
+    raise AssertionError
 
 
 def _rebuild(cls: type, attrs: dict) -> Any:

@@ -2,7 +2,10 @@
 
 The result (``GraphAnalysis``) says, with no real computation:
 - which inputs the graph mutates (their version counter moved) and whether that is something
-  the runtime can replay (data mutation of an input that does not take part in autograd);
+  the runtime can replay: a data mutation that autograd does not record. An input that
+  requires grad may be written only where grad mode is off inside the graph (an optimizer's
+  step updates its parameters under ``no_grad``), and only by a graph that needs no backward:
+  the write is then an input mutation like any other, written back after the graph;
 - for every output: whether it requires grad, and whether it aliases an input or another
   output. Aliased outputs are not produced by the compiled graph; the runtime regenerates them
   as views (of the real input, or of one "base" tensor the compiled graph returns), so callers
@@ -136,6 +139,7 @@ def analyze(
     fakes = [fake_like(mode, a) if isinstance(a, torch.Tensor) else a for a in args]
     tensors = {i: f for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
     versions = {i: f._version for i, f in tensors.items()}
+    required = {i for i, f in tensors.items() if f.requires_grad}
     layouts = {i: (f.size(), f.stride(), f.storage_offset()) for i, f in tensors.items()}
     recorder = IdentityRecorder(gm)
     with mode, torch.set_grad_enabled(grad_enabled):
@@ -147,9 +151,12 @@ def analyze(
         if (f.size(), f.stride(), f.storage_offset()) != layouts[i]:
             raise AOTUnsupported(f"the graph changes the metadata (shape/stride) of input {i}")
         if f._version != versions[i]:
-            if f.requires_grad and grad_enabled:
-                raise AOTUnsupported(f"in-place mutation of input {i}, which requires grad")
+            if grad_enabled and f.requires_grad and i not in required:
+                raise AOTUnsupported(f"in-place mutation of input {i} by a value that requires grad")
             mutated.append(i)
+    # the fakes are fresh leaves: one that required grad and was written without the run
+    # raising was written with grad mode off inside the graph (autograd recorded nothing)
+    grad_inputs_written = [i for i in mutated if grad_enabled and i in required]
 
     storage_to_input = {}
     for i, f in tensors.items():
@@ -187,7 +194,7 @@ def analyze(
             outputs.append(
                 OutputInfo(GRAPH, o.requires_grad, layout=_layout(o, o), dtype=o.dtype, device=o.device)
             )
-    return GraphAnalysis(
+    analysis = GraphAnalysis(
         outputs=outputs,
         out_spec=spec,
         mutated_inputs=mutated,
@@ -199,3 +206,7 @@ def analyze(
         grad_enabled=grad_enabled,
         identities=recorder.identities,
     )
+    if grad_inputs_written and analysis.needs_autograd:
+        raise AOTUnsupported(f"in-place mutation of input {grad_inputs_written[0]}, which requires grad, "
+                             "in a graph that needs a backward")
+    return analysis

@@ -20,6 +20,7 @@ when differentiated again (double backward).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import operator
@@ -323,17 +324,14 @@ def _write_back(targets: list[torch.Tensor], values: Sequence[torch.Tensor]) -> 
 
 
 def _mutated_input_aliases(primals: list[torch.Tensor], plan: CompiledPlan) -> bool:
-    storages: dict[int, int] = {}
-    for t in primals:
-        if not isinstance(t, torch.Tensor):
-            continue
-        key = t.untyped_storage().data_ptr()
-        storages[key] = storages.get(key, 0) + 1
-    for j in plan.mutated_inputs + plan.inputs_mutated_in_graph:
-        t = primals[j]
-        if t.untyped_storage().nbytes() and storages[t.untyped_storage().data_ptr()] > 1:
-            return True
-    return False
+    """Whether a mutated input shares its (non-empty) storage with another input. Each storage
+    is looked up once: an optimizer step's graph takes hundreds of inputs and mutates most."""
+    ptrs = [t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) else None for t in primals]
+    if len(set(ptrs)) == len(ptrs):
+        return False
+    counts = collections.Counter(ptrs)
+    return any(counts[ptrs[j]] > 1 and primals[j].untyped_storage().nbytes()
+               for j in plan.mutated_inputs + plan.inputs_mutated_in_graph)
 
 
 class EagerPlan:
