@@ -226,3 +226,21 @@ def test_kv_cache_step_divides_by_no_size(monkeypatch: pytest.MonkeyPatch) -> No
     source = graphs[-1].source
     assert re.search(r"int64_t s\d+\)", source)
     assert not [d for d in _divisors(source) if re.search(r"\bs\d+", d)]
+
+
+def test_int_true_division_of_sizes_forward_and_backward() -> None:
+    """A float computed from sizes (``t / b``, torch's ``IntTrueDiv``) in a training step: the
+    kernels compute it from their size arguments, in double as Python does, so the joint graph
+    compiles once (not per shape) and gives eager's loss and gradients at every size."""
+    def step(w: torch.Tensor, x: torch.Tensor) -> list:
+        b, t, c = x.shape
+        y = torch.tanh(x @ w) * (t / b)
+        loss = y.pow(2).sum() / (b * t / 2)
+        return [loss, *torch.autograd.grad(loss, [w, x])]
+
+    def inputs(b: int, t: int, c: int) -> tuple:
+        return torch.randn(c, c, requires_grad=True), torch.randn(b, t, c, requires_grad=True)
+
+    _, compiled = compile_symbolic(step, *inputs(3, 7, 12), grad=True)
+    assert "static_cast<double>(s" in compiled.source
+    assert run_sizes(compiled, step, [inputs(b, t, c) for b, t, c in SIZES[:4]]) == 0
