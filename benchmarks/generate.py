@@ -20,6 +20,10 @@ import tempfile
 import time
 from typing import Any, Callable
 
+from ember import native_guards  # noqa: E402
+
+# the C++ guard helper is built once per machine (native_guards), not per fresh cache below
+os.environ.setdefault("EMBER_NATIVE_DIR", native_guards.native_dir())
 os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember_bench_generate_"))
 
 import torch  # noqa: E402
@@ -90,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
+    native_guards.ensure_built()  # guards check tensors in C++ from the first compile, as an installed ember does
 
     def torch_compile(forward: Callable, counter: dict) -> Callable:
         from torch._inductor.compile_fx import compile_fx  # the benchmark compares, product code never calls it

@@ -9,9 +9,11 @@ Policy (``ember.compile(dynamic=...)``, as torch.compile's):
 ``mark_dynamic(t, dim)`` / ``mark_static(t, dim)`` override the policy for one tensor. Sizes 0
 and 1 are always specialised (the ShapeEnv does it), so broadcasting stays decided at capture.
 
-Parameters and buffers keep static sizes (unless marked). Ints are made symbolic only when read from the frame's arguments or the items of containers
-passed as arguments (a step counter, a length); ints read from attributes (a module's config)
-stay constants, as torch.compile does.
+Parameters and buffers keep static sizes (unless marked). Ints are made symbolic only when read
+from the frame's arguments, the items of containers passed as arguments (a step counter, a
+length) or the attributes of plain objects passed as arguments (a sliding-window KV cache's
+``cumulative_length``); ints read from a module's attributes (its config) stay constants, as
+torch.compile does.
 
 A backend that does not declare ``BackendSpec(dynamic=True)`` gets, for a graph with symbolic
 sizes, a :class:`PerShapeCache`: it is compiled once per concrete signature (tensor sizes and
@@ -27,7 +29,7 @@ import torch
 import torch.fx
 
 from . import config
-from .capture.sources import DictEntrySource, ItemSource, LocalSource, Source
+from .capture.sources import AttrSource, DictEntrySource, ItemSource, LocalSource, Source
 from .capture.symbolic import has_symbolic
 
 log = logging.getLogger("ember.dynamic")
@@ -58,8 +60,9 @@ def mark_static(t: torch.Tensor, dim: int | list[int] | tuple[int, ...]) -> None
     _mark(t, dim, _STATIC_ATTR)
 
 
-def _from_arguments(source: Source) -> bool:
-    while isinstance(source, ItemSource):
+def _from_arguments(source: Source, through_attrs: bool = False) -> bool:
+    """Is ``source`` an argument, or items (and, with ``through_attrs``, attributes) of one?"""
+    while isinstance(source, ItemSource) or (through_attrs and isinstance(source, AttrSource)):
         source = source.base
     return isinstance(source, LocalSource)
 
@@ -100,9 +103,10 @@ class ShapePolicy:
         dims -= set(getattr(t, _STATIC_ATTR, ()))
         return frozenset(dims)
 
-    def int_is_dynamic(self, source: Source, value: int) -> bool:
-        """Whether the int argument ``value`` read from ``source`` becomes a SymInt."""
-        if type(value) is not int or not _from_arguments(source) or self.dynamic is False:
+    def int_is_dynamic(self, source: Source, value: int, object_attr: bool = False) -> bool:
+        """Whether the int ``value`` read from ``source`` (an argument, an item of one, or with
+        ``object_attr`` an attribute of a plain object reached from one) becomes a SymInt."""
+        if type(value) is not int or not _from_arguments(source, object_attr) or self.dynamic is False:
             return False
         key = source.describe()
         seen = self._ints.setdefault(key, value)

@@ -200,6 +200,36 @@ def test_an_int_argument_that_varies_becomes_symbolic(counting):
     assert counting.count == 2
 
 
+
+def test_an_int_attribute_of_an_object_passed_in_becomes_symbolic(counting):
+    """A sliding-window KV cache's ``cumulative_length`` (an int attribute of a plain object
+    passed in, read twice) varies every step: symbolic after its first change, as in
+    torch.compile, where a module's int attribute (its config) stays a constant."""
+    class Window:
+        def __init__(self, n):
+            self.cumulative_length = n
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.factor = 3
+
+        def forward(self, x, window):
+            start = max(window.cumulative_length - 4, 0)
+            return x[start:window.cumulative_length] * self.factor + window.cumulative_length
+
+    model = Scale()
+    compiled = ember.compile(model, backend="test_dynamic_counting")
+    with no_fallback():
+        for n in range(5, 12):
+            x = torch.randn(16)
+            torch.testing.assert_close(compiled(x, Window(n)), model(x, Window(n)))
+    assert counting.count == 2
+    model.factor = 4  # a module's int: a constant of the graph, a new one when it changes
+    x = torch.randn(16)
+    torch.testing.assert_close(compiled(x, Window(7)), model(x, Window(7)))
+    assert counting.count == 3
+
 def test_a_symbolic_size_returned_and_across_a_graph_break(counting):
     def fn(x):
         n = x.size(0) * 2

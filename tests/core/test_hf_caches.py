@@ -115,3 +115,26 @@ def test_static_cache_passed_in_is_filled_in_place():
     torch.testing.assert_close(got.logits, want.logits)
     assert got.past_key_values is cache_got
     _assert_cache_equal(cache_got, cache_want)
+
+
+def test_each_call_returns_its_own_cache_passed_in():
+    """A second generate() passes a new DynamicCache: the compiled call must return that one,
+    not the object of the call it was captured on (which the next step would then extend)."""
+    torch.manual_seed(0)
+    model = _gpt2().eval()
+    ids = torch.randint(0, 99, (2, 5))
+    mask = torch.ones(2, 5, dtype=torch.long)
+
+    def step(input_ids, attention_mask, cache):
+        with torch.no_grad():
+            return model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True)
+
+    backend, graphs = _counting()
+    fast = ember.compile(step, backend=backend)
+    for _ in range(3):
+        cache_got, cache_want = transformers.DynamicCache(config=model.config), transformers.DynamicCache(config=model.config)
+        got, want = fast(ids, mask, cache_got), step(ids, mask, cache_want)
+        assert got.past_key_values is cache_got
+        torch.testing.assert_close(got.logits, want.logits)
+        _assert_cache_equal(cache_got, cache_want)
+    assert len(graphs) == 1

@@ -173,3 +173,74 @@ def test_backend_through_ember_aot_compiles_one_forward_and_one_backward(monkeyp
         for g, e in zip(got, want):
             torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
     assert len(compiled_graphs) == 2 and all(isinstance(c, CompiledGraph) for c in compiled_graphs)
+
+
+def _divisors(source: str) -> list[str]:
+    """The right operand of every ``/`` and ``%`` of C++ source (a number, a name or a
+    parenthesised expression)."""
+    out = []
+    for m in re.finditer(r" [/%] ", source):
+        rest = source[m.end():]
+        if not rest.startswith("("):
+            out.append(re.match(r"[\w.]+", rest).group(0))
+            continue
+        depth = 0
+        for i, ch in enumerate(rest):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0:
+                out.append(rest[:i + 1])
+                break
+    return out
+
+
+def test_kv_cache_step_divides_by_no_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decoding step's attention over a KV cache whose length is symbolic, compiled the way
+    users call it: the kernels' index arithmetic divides by no size expression (each such
+    division is an integer division per element at run time: the reshapes' divisions by
+    ``64*s + 64`` fold away, a cat's input is indexed without a modulus), and every cache
+    length gives eager's values."""
+    import ember
+    import ember_inductor.compile_fx as compile_fx
+    from ember_inductor.backend import inductor
+
+    graphs: list = []
+    original = compile_fx.compile_aten_graph
+    monkeypatch.setattr(compile_fx, "compile_aten_graph", lambda *a, **k: graphs.append(original(*a, **k)) or graphs[-1])
+
+    def step(past_k: torch.Tensor, past_v: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
+        keys, values = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
+        b, h, t, d = keys.shape
+        scores = q.reshape(b * h, 1, d) @ keys.reshape(b * h, t, d).transpose(1, 2) * d ** -0.5
+        return (scores.softmax(-1) @ values.reshape(b * h, t, d)).view(b, h, 1, d), keys, values
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        return inductor(gm, example_inputs, options={"eager_fallback": False})
+    backend.dynamic = True
+    fast = ember.compile(step, backend=backend)
+    for length in (5, 6, 9, 17):
+        past = [torch.randn(2, 4, length, 8) for _ in range(2)]
+        new = [torch.randn(2, 4, 1, 8) for _ in range(3)]
+        for got, want in zip(fast(*past, *new), step(*past, *new)):
+            torch.testing.assert_close(got, want)
+    assert len(graphs) == 2  # the first length, then one symbolic graph
+    source = graphs[-1].source
+    assert re.search(r"int64_t s\d+\)", source)
+    assert not [d for d in _divisors(source) if re.search(r"\bs\d+", d)]
+
+
+def test_int_true_division_of_sizes_forward_and_backward() -> None:
+    """A float computed from sizes (``t / b``, torch's ``IntTrueDiv``) in a training step: the
+    kernels compute it from their size arguments, in double as Python does, so the joint graph
+    compiles once (not per shape) and gives eager's loss and gradients at every size."""
+    def step(w: torch.Tensor, x: torch.Tensor) -> list:
+        b, t, c = x.shape
+        y = torch.tanh(x @ w) * (t / b)
+        loss = y.pow(2).sum() / (b * t / 2)
+        return [loss, *torch.autograd.grad(loss, [w, x])]
+
+    def inputs(b: int, t: int, c: int) -> tuple:
+        return torch.randn(c, c, requires_grad=True), torch.randn(b, t, c, requires_grad=True)
+
+    _, compiled = compile_symbolic(step, *inputs(3, 7, 12), grad=True)
+    assert "static_cast<double>(s" in compiled.source
+    assert run_sizes(compiled, step, [inputs(b, t, c) for b, t, c in SIZES[:4]]) == 0

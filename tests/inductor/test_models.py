@@ -57,3 +57,28 @@ def test_model_inference_and_training(model_fn, make_input) -> None:
         _compare_grads(grads, ref_grads, rtol=1e-2)
     for b, rb in zip(model.buffers(), ref_model.buffers()):  # BatchNorm running statistics
         torch.testing.assert_close(b, rb, rtol=1e-3, atol=1e-3)
+
+
+def test_attention_output_viewed_as_eager_lays_it_out(caplog: pytest.LogCaptureFixture) -> None:
+    """HF GPT-2's attention at inference: SDPA with a padding mask, ``transpose(1, 2).reshape(b, t,
+    -1)``, then ``x.view(-1, d)``. The decomposition of CPU flash attention must return the op's
+    contiguous output (torch's lays it out [L, N, H, E], where that view fails: the graph, GPT-2's
+    prefill in generate(), ran eagerly)."""
+    import logging
+
+    import ember
+    from ember_inductor.backend import inductor
+
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        b, h, t, d = q.shape
+        x = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x.transpose(1, 2).reshape(b, t, h * d)
+        return torch.addmm(w[0], x.view(-1, x.size(-1)), w)
+
+    q, k, v = (torch.randn(2, 4, 12, 16) for _ in range(3))
+    mask = torch.ones(2, 1, 12, 12, dtype=torch.bool).tril()
+    w = torch.randn(64, 64)
+    with torch.no_grad(), caplog.at_level(logging.WARNING, logger="ember"):
+        got = ember.compile(attention, backend=inductor)(q, k, v, mask, w)
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    torch.testing.assert_close(got, attention(q, k, v, mask, w), rtol=1e-4, atol=1e-4)

@@ -117,7 +117,8 @@ def _wrap_attr(frame: "Frame", obj: ConstVar, name: str, attr: Any) -> Var:
         if isinstance(attr, torch.Tensor):
             frame.fail(f"attribute {name!r} is a tensor of an object with no source")
         return ConstVar(attr)
-    return wrap(frame.state, attr, AttrSource(obj.source, name))
+    plain = not isinstance(obj.value, (torch.nn.Module, type, types.ModuleType))
+    return wrap(frame.state, attr, AttrSource(obj.source, name), object_attr=plain)
 
 
 @handles_store(ConstVar)

@@ -35,8 +35,9 @@ def is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
-def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
-    """Turn ``value`` read from ``source`` into a Var, recording guards."""
+def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: bool = False) -> Var:
+    """Turn ``value`` read from ``source`` into a Var, recording guards. ``object_attr``: read
+    from an attribute of a plain object (not a module or a class), see ``ShapePolicy``."""
     guards = state.guards
     if isinstance(value, torch.Tensor):
         if source is None:
@@ -50,7 +51,7 @@ def wrap(state: "CaptureState", value: Any, source: Source | None) -> Var:
         guards.tensor(source, value, var.fake)
         return var
     if type(value) is int and source is not None and state.policy is not None \
-            and state.policy.int_is_dynamic(source, value):
+            and state.policy.int_is_dynamic(source, value, object_attr):
         var = state.graph.add_symint_input(source, value)
         if isinstance(var, ConstVar):  # 0 and 1 stay specialised
             guards.equals(source, value)

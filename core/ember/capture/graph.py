@@ -115,7 +115,11 @@ class GraphBuilder:
         return self._track(var)
 
     def add_symint_input(self, source: Source, value: int) -> Var:
-        """A Python int that varies between calls: a SymInt placeholder (a constant for 0 and 1)."""
+        """A Python int that varies between calls: a SymInt placeholder (a constant for 0 and 1),
+        one per source (an attribute read twice is one input)."""
+        for known, node, _ in self.inputs:
+            if known == source and isinstance(node.meta.get("val"), torch.SymInt):
+                return SymVar(node, node.meta["val"], source)
         token = InputToken(len(self.symbolic_inputs))
         sym = self.shape_env.create_unspecified_symint_and_symbol(value, token, DimDynamic.DYNAMIC)
         if not isinstance(sym, torch.SymInt):

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from .frame import Frame
 
 
+#: values a constant stands for by value (equal ones may share an id): never mapped to a source
+_BY_VALUE = (bool, int, float, complex, str, bytes, type(None))
+
+
 class ObjectVar(Var):
     def __init__(self, shadow: Any, cls: type, args: list[Var], kwargs: dict[str, Var]) -> None:
         self.shadow = shadow
@@ -53,6 +57,10 @@ def to_shadow(frame: "Frame", var: Var) -> Any:
     if isinstance(var, TensorVar):
         return var.fake
     if isinstance(var, ConstVar):
+        if var.source is not None and type(var.value) not in _BY_VALUE:
+            # an input object (a KV cache passed in) stored in the new object: mapped back to its
+            # source by from_shadow, or the runner would return this call's object on every call
+            frame.state.shadows.setdefault(id(var.value), var)
         return var.value
     if isinstance(var, ObjectVar):
         return var.shadow

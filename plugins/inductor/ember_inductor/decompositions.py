@@ -33,9 +33,22 @@ def _var_mean(x: torch.Tensor, dim: Any = None, *, correction: Any = None, keepd
             aten.mean.dim(x, dim, keepdim) if dim is not None else aten.mean.dim(x, list(range(x.dim())), keepdim))
 
 
+def _contiguous_output(decomposition: Any) -> Any:
+    """``decomposition`` of CPU flash attention with its output contiguous, as the kernel and its
+    meta return it: torch's lays it out ``[L, N, H, E]``, where a view of the program on the result
+    fails (GPT-2's ``x.view(-1, d)`` after ``transpose(1, 2).reshape``) that eager runs."""
+    def flash_attention_for_cpu(*args: Any, **kwargs: Any) -> tuple:
+        out, *rest = decomposition(*args, **kwargs)
+        return (out.contiguous(), *rest)
+    return flash_attention_for_cpu
+
+
 @functools.lru_cache(None)
 def _table() -> dict[Any, Any]:
     table = dict(core_aten_decompositions())
+    flash = aten._scaled_dot_product_flash_attention_for_cpu.default
+    if flash in table:
+        table[flash] = _contiguous_output(table[flash])
     table.update(get_decompositions(EXTRA))
     for op in KEEP:
         table.pop(op, None)

@@ -82,8 +82,10 @@ class GraphLowering:
         if node.op == "placeholder":
             return self._placeholder(node)
         val = node.meta.get("val")
-        if isinstance(val, (torch.SymFloat, torch.SymBool)):
+        if isinstance(val, torch.SymBool) or (isinstance(val, torch.SymFloat) and node.op != "call_function"):
             raise SymbolicUnsupported(f"symbolic {type(val).__name__} {node.name}")
+        if isinstance(val, torch.SymFloat):  # a float computed from sizes (``t / b``): a scalar
+            return _size_value(val)          # the kernels compute from their size arguments
         if node.op == "call_function" and _is_sizes(val):
             # size arithmetic and queries (``sym_size``, ``aten.size``): the wrapper computes them
             return _size_value(val) if isinstance(val, torch.SymInt) else [_size_value(v) for v in val]
@@ -304,9 +306,11 @@ def _is_sizes(val: Any) -> bool:
 
 
 def _size_value(val: Any) -> Any:
-    """A SymInt of the graph as the lowerings see it: a plain int when static."""
+    """A SymInt (SymFloat) of the graph as the lowerings see it: a plain int (float) when static."""
     expr = to_expr(val)
-    return int(expr) if expr.is_Integer else expr
+    if expr.is_Integer:
+        return int(expr)
+    return float(expr) if expr.is_Number else expr
 
 
 def scalar_input_name(position: int) -> str:

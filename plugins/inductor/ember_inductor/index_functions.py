@@ -173,3 +173,19 @@ class ModularIndexing(sympy.Function):
         if ub is not None and ub < d * m:
             return FloorDiv(base, d)
         return None
+
+
+class TrueDiv(sympy.Function):
+    """``a / b`` of two sizes as a float (torch's ``IntTrueDiv``; ``ToFloat(a)`` is ``a / 1``): a
+    value computed from the sizes (``x * (t / b)``, a mean's ``1 / numel``), never an index. The
+    printers divide in double precision, as Python does."""
+
+    nargs = (2,)
+    is_integer = False
+    is_real = True
+
+    @classmethod
+    def eval(cls, a: Expr, b: Expr) -> Expr | None:
+        if a.is_Integer and b.is_Integer and b != 0:
+            return sympy.Float(int(a) / int(b))
+        return None

@@ -172,13 +172,24 @@ class _Simplifier:
 
     def split_multiples(self, base: Expr, div: Expr) -> tuple[Expr, Expr]:
         """``(q, r)`` with ``base == div*q + r``, ``q`` the sum of the terms that ``div`` divides
-        as polynomials with integer coefficients."""
+        as polynomials with integer coefficients. With a symbolic ``div`` the base is first
+        written as loop-dependent terms with size polynomials as coefficients (``(s + 1)*(4*x0
+        + x1)`` is ``x0`` times ``4*s + 4`` plus ``x1`` times ``s + 1``), each divided exactly."""
         q, r = S.Zero, S.Zero
-        for term, coeff in terms(base).items():
+        if div.is_Integer:
+            for term, coeff in terms(base).items():
+                self.charge()
+                t = coeff * term / div
+                if t.is_integer and sympy.fraction(t)[1] == 1:
+                    q += t
+                else:
+                    r += coeff * term
+            return q, r
+        for term, coeff in self.size_terms(sympy.expand_mul(base, deep=False)).items():
             self.charge()
-            t = coeff * term / div
-            if t.is_integer and sympy.fraction(t)[1] == 1:
-                q += t
+            ratio = sympy.cancel(coeff / div)  # sympy keeps (s + 1) / (64*s + 64) as it is
+            if sympy.fraction(ratio)[1] == 1 and (ratio * term).is_integer:
+                q += ratio * term
             else:
                 r += coeff * term
         return q, r
@@ -194,7 +205,7 @@ class _Simplifier:
         # (g*q + r) // (g*k) is q // k when 0 <= r < g, for a common factor g of sizes
         for g in {sympy.gcd(c * t, div) for t, c in terms(base).items()} - {S.One}:
             self.charge()
-            k = div / g
+            k = sympy.cancel(div / g)
             if not (g.is_positive and k.is_integer and sympy.fraction(k)[1] == 1):
                 continue
             q, r = self.split_multiples(base, g)

@@ -10,10 +10,10 @@ from typing import Callable, Sequence
 
 import sympy
 
-from .index_functions import FloorDiv, ModularIndexing, terms
+from .index_functions import FloorDiv, ModularIndexing, TrueDiv, terms
 from .index_simplify import IndexTooComplex, simplify_index
 
-__all__ = ["FloorDiv", "ModularIndexing", "IndexTooComplex", "simplify_index", "sym", "make_vars",
+__all__ = ["FloorDiv", "ModularIndexing", "TrueDiv", "IndexTooComplex", "simplify_index", "sym", "make_vars",
            "prod", "linearize", "delinearize", "as_linear", "merge_loops", "is_contiguous_strides",
            "contiguous_strides", "is_dense", "numel"]
 

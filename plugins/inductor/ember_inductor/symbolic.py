@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import sympy
 import torch
 
-from .index_functions import FloorDiv, ModularIndexing
+from .index_functions import FloorDiv, ModularIndexing, TrueDiv
 
 Expr = sympy.Expr
 
@@ -53,12 +53,17 @@ def _convert(e: Expr) -> Expr:
         return FloorDiv(args[0] + args[1] - 1, args[1])
     if name in ("Max", "Min"):
         return (sympy.Max if name == "Max" else sympy.Min)(*args)
+    if name == "IntTrueDiv":
+        return TrueDiv(*args)
+    if name == "ToFloat" and args[0].is_integer:
+        return TrueDiv(args[0], sympy.S.One)
     raise SymbolicUnsupported(f"size {e} ({name})")
 
 
 def to_expr(value: Any) -> Expr:
-    """A size (int, SymInt or sympy expression) as the IR's sympy expression."""
-    if isinstance(value, torch.SymInt):
+    """A size (int, SymInt or sympy expression), or a float computed from sizes (a SymFloat
+    whose expression is a :class:`TrueDiv`), as the IR's sympy expression."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat)):
         expr = value.node.expr
         env = value.node.shape_env
         if env is not None:
@@ -165,6 +170,8 @@ def pyexpr(e: Any) -> str:
         return f"({pyexpr(e.args[0])} // {pyexpr(e.args[1])})"
     if isinstance(e, ModularIndexing):
         return f"(({pyexpr(e.args[0])} // {pyexpr(e.args[1])}) % {pyexpr(e.args[2])})"
+    if isinstance(e, TrueDiv):
+        return f"({pyexpr(e.args[0])} / {pyexpr(e.args[1])})"
     if e.is_Add:
         return "(" + " + ".join(pyexpr(a) for a in e.args) + ")"
     if e.is_Mul:

@@ -25,7 +25,7 @@ import torch
 
 from .. import indexing
 from ..bounds import IndexBound, error_code
-from ..indexing import FloorDiv, ModularIndexing
+from ..indexing import FloorDiv, ModularIndexing, TrueDiv
 from ..scheduler import FusedGroup, KernelPlan
 from ..symbolic import guard_at_most
 from ..virtualized import set_handler
@@ -63,6 +63,8 @@ def cexpr(e: Any) -> str:
         return f"({cexpr(e.args[0])} / {cexpr(e.args[1])})"
     if isinstance(e, ModularIndexing):
         return f"(({cexpr(e.args[0])} / {cexpr(e.args[1])}) % {cexpr(e.args[2])})"
+    if isinstance(e, TrueDiv):
+        return f"(static_cast<double>({cexpr(e.args[0])}) / static_cast<double>({cexpr(e.args[1])}))"
     if e.is_Add:
         return "(" + " + ".join(cexpr(a) for a in e.args) + ")"
     if e.is_Mul:

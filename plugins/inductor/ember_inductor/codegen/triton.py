@@ -25,7 +25,7 @@ import torch
 
 from .. import indexing
 from ..bounds import IndexBound
-from ..indexing import FloorDiv, ModularIndexing
+from ..indexing import FloorDiv, ModularIndexing, TrueDiv
 from ..scheduler import FusedGroup, KernelPlan
 from ..symbolic import guard_at_most, hint, pyexpr
 from ..virtualized import set_handler
@@ -81,6 +81,8 @@ def texpr(e: Any) -> str:
     if isinstance(e, ModularIndexing):
         base = texpr(e.args[0]) if e.args[1] == 1 else f"({texpr(e.args[0])} // {texpr(e.args[1])})"
         return f"({base} % {texpr(e.args[2])})"
+    if isinstance(e, TrueDiv):  # Triton's / of two ints is a float division
+        return f"({texpr(e.args[0])} / {texpr(e.args[1])})"
     if e.is_Add:
         return "(" + " + ".join(texpr(a) for a in e.args) + ")"
     if e.is_Mul:

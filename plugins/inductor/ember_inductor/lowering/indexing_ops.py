@@ -68,8 +68,10 @@ def cat(tensors: Sequence[ir.IRNode], dim: int = 0) -> ir.IRNode:
             shifted = list(idx)
             # idx - lo, written as a modulus so that the index simplifier knows it lies in
             # [0, hi - lo): equal where this input's load is not masked off, and it lets the
-            # divisions of the input's view fold ((384*a + MI) // 384 is a)
-            shifted[dim] = ModularIndexing(idx[dim] - lo, 1, hi - lo)
+            # divisions of the input's view fold ((384*a + MI) // 384 is a). Not for a symbolic
+            # length: that modulus would be a division at run time for every element
+            size = sympy.sympify(hi - lo)
+            shifted[dim] = ModularIndexing(idx[dim] - lo, 1, size) if size.is_Integer else idx[dim] - lo
             load = loaders[k]
             if result is None:
                 result = load(shifted) if k == 0 else ops.masked(

@@ -52,6 +52,8 @@ def dtype_of(x: Any) -> torch.dtype:
         return torch.float32
     if isinstance(x, sympy.Expr) and x.is_integer:  # a size computed from the symbols
         return torch.int64
+    if isinstance(x, sympy.Expr) and x.is_real:  # a float computed from them (``TrueDiv``)
+        return torch.float32
     raise NotLowerable(f"unsupported argument {type(x).__name__}")
 
 
@@ -66,6 +68,8 @@ def promote(args: Sequence[Any], kind: Kind) -> tuple[torch.dtype, torch.dtype]:
             metas.append(a)
         elif isinstance(a, sympy.Expr) and a.is_integer:  # a symbolic int: promotes as an int
             metas.append(2)
+        elif isinstance(a, sympy.Expr) and a.is_real:  # a symbolic float: as a Python float
+            metas.append(2.0)
         else:
             raise NotLowerable(f"unsupported argument {type(a).__name__}")
     return elementwise_dtypes(*metas, type_promotion_kind=kind)
