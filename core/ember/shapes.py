@@ -9,9 +9,10 @@ Policy (``ember.compile(dynamic=...)``, as torch.compile's):
 ``mark_dynamic(t, dim)`` / ``mark_static(t, dim)`` override the policy for one tensor. Sizes 0
 and 1 are always specialised (the ShapeEnv does it), so broadcasting stays decided at capture.
 
-Parameters and buffers keep static sizes (unless marked). Ints are made symbolic only when read from the frame's arguments or the items of containers
-passed as arguments (a step counter, a length); ints read from attributes (a module's config)
-stay constants, as torch.compile does.
+Parameters and buffers keep static sizes (unless marked). Ints read from the frame's arguments,
+from the items of containers and from the attributes of plain objects reached from them (a step
+counter, a length, a KV cache's ``cumulative_length``) follow the same policy; ints that are
+attributes of an nn.Module stay constants (a module's sizes), as torch.compile does.
 
 A backend that does not declare ``BackendSpec(dynamic=True)`` gets, for a graph with symbolic
 sizes, a :class:`PerShapeCache`: it is compiled once per concrete signature (tensor sizes and
@@ -27,7 +28,7 @@ import torch
 import torch.fx
 
 from . import config
-from .capture.sources import DictEntrySource, ItemSource, LocalSource, Source
+from .capture.sources import AttrSource, DictEntrySource, ItemSource, LocalSource, Source
 from .capture.symbolic import has_symbolic
 
 log = logging.getLogger("ember.dynamic")
@@ -59,7 +60,11 @@ def mark_static(t: torch.Tensor, dim: int | list[int] | tuple[int, ...]) -> None
 
 
 def _from_arguments(source: Source) -> bool:
-    while isinstance(source, ItemSource):
+    """``source`` reads from the frame's arguments through items and attributes of objects that
+    are not nn.Modules."""
+    while isinstance(source, (ItemSource, AttrSource)):
+        if isinstance(source, AttrSource) and source.of_module:
+            return False
         source = source.base
     return isinstance(source, LocalSource)
 

@@ -220,7 +220,7 @@ def _wrap_attr(frame: "Frame", obj: ConstVar, name: str, attr: Any) -> Var:
         if isinstance(attr, torch.Tensor):
             frame.fail(f"attribute {name!r} is a tensor of an object with no source")
         return ConstVar(attr)
-    return wrap(frame.state, attr, AttrSource(obj.source, name))
+    return wrap(frame.state, attr, AttrSource(obj.source, name, isinstance(obj.value, torch.nn.Module)))
 
 
 def store_attr(frame: "Frame", obj: Var, name: str, value: Any, *, default: bool = False) -> None:

@@ -59,6 +59,7 @@ class GraphBuilder:
         #: ``InputToken`` (inputs the graph does not use too: their symbols may be guarded)
         self.symbolic_inputs: list[tuple[Source, Any]] = []
         self._input_vars: dict[int, TensorVar] = {}
+        self._symint_vars: dict[Source, Var] = {}  # an int read twice (an attribute) is one input
         self._last_placeholder: torch.fx.Node | None = None
         self._fake_vars: dict[int, TensorVar] = {}
         #: the frames the interpreter is walking, outermost first (see positions.py)
@@ -116,16 +117,22 @@ class GraphBuilder:
 
     def add_symint_input(self, source: Source, value: int) -> Var:
         """A Python int that varies between calls: a SymInt placeholder (a constant for 0 and 1)."""
+        seen = self._symint_vars.get(source)
+        if seen is not None:
+            return seen
         token = InputToken(len(self.symbolic_inputs))
         sym = self.shape_env.create_unspecified_symint_and_symbol(value, token, DimDynamic.DYNAMIC)
         if not isinstance(sym, torch.SymInt):
-            return ConstVar(value, source)
-        self.symbolic_inputs.append((source, sym))
-        node = self._placeholder(source)
-        node.meta["val"] = node.meta["example_value"] = sym
-        node.meta["source"] = source.describe()
-        self.inputs.append((source, node, value))
-        return SymVar(node, sym, source)
+            var: Var = ConstVar(value, source)
+        else:
+            self.symbolic_inputs.append((source, sym))
+            node = self._placeholder(source)
+            node.meta["val"] = node.meta["example_value"] = sym
+            node.meta["source"] = source.describe()
+            self.inputs.append((source, node, value))
+            var = SymVar(node, sym, source)
+        self._symint_vars[source] = var
+        return var
 
     # -- calls ----------------------------------------------------------------------------
     def call(self, kind: str, target: Any, args: tuple[Var, ...], kwargs: dict[str, Var]) -> Var:

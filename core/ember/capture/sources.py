@@ -130,8 +130,11 @@ class ConstantSource(Source):
 
 @dataclasses.dataclass(frozen=True)
 class AttrSource(Source):
+    """``base.attr``; ``of_module`` when ``base`` is an nn.Module (its ints stay constants)."""
+
     base: Source
     attr: str
+    of_module: bool = dataclasses.field(default=False, compare=False)
 
     def apply(self, base_expr: str, consts: Constants) -> str:
         if self.attr.isidentifier() and not keyword.iskeyword(self.attr):
