@@ -1,0 +1,82 @@
+"""The seed tutorials' vision models, from torchvision and timm with random weights (no
+downloads), and how their users call them: ``model(images)`` under ``torch.no_grad()`` in eval,
+a cross-entropy loss and ``loss.backward()`` in a training step.
+
+Training runs in float64: BatchNorm over a batch of two images whose last feature maps are 2x2
+makes float32 gradients ill-conditioned (eager's own float32 gradients of mobilenet_v2 differ from
+float64's by up to 10%, more than any kernel difference), so float32 could not tell a compiler's
+error from rounding."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+BATCH, CLASSES = 2, 10
+
+
+@dataclasses.dataclass(frozen=True)
+class VisionModel:
+    name: str
+    library: str  # "torchvision" or "timm"
+    arch: str  # torchvision.models.<arch> or timm.create_model(<arch>)
+    size: int = 64  # the images' height and width
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def build(self) -> torch.nn.Module:
+        if self.library == "timm":
+            import timm
+
+            return timm.create_model(self.arch, pretrained=False, num_classes=CLASSES, **dict(self.options))
+        import torchvision
+
+        return getattr(torchvision.models, self.arch)(weights=None, num_classes=CLASSES, **dict(self.options))
+
+
+VISION_ZOO: list[VisionModel] = [
+    VisionModel("resnet18", "torchvision", "resnet18"),
+    VisionModel("resnet50", "torchvision", "resnet50"),
+    VisionModel("densenet121", "torchvision", "densenet121"),
+    VisionModel("mobilenet_v2", "torchvision", "mobilenet_v2"),
+    VisionModel("mobilenet_v3", "torchvision", "mobilenet_v3_small"),
+    VisionModel("efficientnet_b0", "torchvision", "efficientnet_b0"),
+    VisionModel("convnext_tiny", "torchvision", "convnext_tiny"),
+    VisionModel("swin_t", "torchvision", "swin_t"),
+    VisionModel("resnext26ts", "timm", "resnext26ts"),
+    VisionModel("deit_tiny", "timm", "deit_tiny_patch16_224", options=(("img_size", 64),)),
+]
+
+VISION_BY_NAME = {m.name: m for m in VISION_ZOO}
+
+
+def run_eval(model: torch.nn.Module, images: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model(images)
+
+
+def run_train(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    logits = model(images)
+    loss = F.cross_entropy(logits, labels)
+    loss.backward()
+    return loss
+
+
+def vision_call(zoo: VisionModel, mode: str, wrap: Callable[[Callable], Callable] | None,
+                device: str = "cpu") -> tuple[torch.Tensor, dict[str, torch.Tensor | None]]:
+    """The user's call for ``mode`` ("eval" or "train"), through ``wrap`` (a compiler, or None for
+    eager): its output and, in train, the parameters' gradients by name."""
+    dtype = torch.float64 if mode == "train" else torch.float32
+    torch.manual_seed(0)
+    model = zoo.build().to(device, dtype)
+    model.train(mode == "train")
+    g = torch.Generator().manual_seed(1)
+    images = torch.randn(BATCH, 3, zoo.size, zoo.size, generator=g).to(device, dtype)
+    wrap = wrap or (lambda fn: fn)
+    if mode == "eval":
+        out = wrap(run_eval)(model, images)
+        return out.detach(), {}
+    labels = torch.tensor([1, 7], device=device)
+    out = wrap(run_train)(model, images, labels)
+    return out.detach(), {name: p.grad for name, p in model.named_parameters()}
