@@ -63,20 +63,23 @@ def run_train(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor
     return loss
 
 
-def vision_call(zoo: VisionModel, mode: str, wrap: Callable[[Callable], Callable] | None,
-                device: str = "cpu") -> tuple[torch.Tensor, dict[str, torch.Tensor | None]]:
-    """The user's call for ``mode`` ("eval" or "train"), through ``wrap`` (a compiler, or None for
-    eager): its output and, in train, the parameters' gradients by name."""
+def prepare(zoo: VisionModel, mode: str, device: str = "cpu") -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    """The model in ``mode`` ("eval" or "train") and the user function's tensor arguments:
+    images, and labels in train."""
     dtype = torch.float64 if mode == "train" else torch.float32
     torch.manual_seed(0)
     model = zoo.build().to(device, dtype)
     model.train(mode == "train")
     g = torch.Generator().manual_seed(1)
     images = torch.randn(BATCH, 3, zoo.size, zoo.size, generator=g).to(device, dtype)
-    wrap = wrap or (lambda fn: fn)
-    if mode == "eval":
-        out = wrap(run_eval)(model, images)
-        return out.detach(), {}
-    labels = torch.tensor([1, 7], device=device)
-    out = wrap(run_train)(model, images, labels)
-    return out.detach(), {name: p.grad for name, p in model.named_parameters()}
+    return model, ((images,) if mode == "eval" else (images, torch.tensor([1, 7], device=device)))
+
+
+def vision_call(zoo: VisionModel, mode: str, wrap: Callable[[Callable], Callable] | None,
+                device: str = "cpu") -> tuple[torch.Tensor, dict[str, torch.Tensor | None]]:
+    """The user's call for ``mode`` through ``wrap`` (a compiler, or None for eager): its output
+    and, in train, the parameters' gradients by name."""
+    model, args = prepare(zoo, mode, device)
+    out = (wrap or (lambda fn: fn))(run_eval if mode == "eval" else run_train)(model, *args)
+    grads = {name: p.grad for name, p in model.named_parameters()} if mode == "train" else {}
+    return out.detach(), grads
