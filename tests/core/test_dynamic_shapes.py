@@ -229,6 +229,44 @@ def test_an_int_attribute_of_an_object_passed_in_becomes_symbolic(counting):
     x = torch.randn(16)
     torch.testing.assert_close(compiled(x, Window(7)), model(x, Window(7)))
     assert counting.count == 3
+class _Counter:
+    """A plain object holding a length that grows between calls (as a KV cache's)."""
+
+    def __init__(self) -> None:
+        self.length = 0
+
+
+def test_an_int_attribute_of_a_plain_object_becomes_symbolic(counting):
+    def step(x, state):
+        out = x * state.length + torch.full((state.length + 1,), 2.0).sum()
+        state.length += x.size(0)  # read twice, stored back: one graph input, replayed as an int
+        return out
+
+    compiled = ember.compile(step, backend="test_dynamic_counting")
+    ours, theirs = _Counter(), _Counter()
+    with no_fallback():
+        for _ in range(10):
+            x = torch.randn(3)
+            torch.testing.assert_close(compiled(x, ours), step(x, theirs))
+            assert type(ours.length) is int and ours.length == theirs.length
+    assert counting.count == 2  # the first length, then a symbolic one
+
+
+def test_an_int_attribute_of_a_module_stays_a_constant(counting):
+    def fn(x, module):
+        return module(x) * module.scale
+
+    compiled = ember.compile(fn, backend="test_dynamic_counting")
+    with no_fallback():
+        for scale in (2, 3, 4):
+            module = torch.nn.Linear(3, 3)
+            module.scale = scale
+            x = torch.randn(2, 3)
+            torch.testing.assert_close(compiled(x, module), fn(x, module))
+    assert counting.count == 3
+    for gm in counting.graphs:  # the scale is baked in, as torch.compile does for module ints
+        assert not any(isinstance(n.meta.get("val"), torch.SymInt) for n in gm.graph.nodes if n.op == "placeholder")
+
 
 def test_a_symbolic_size_returned_and_across_a_graph_break(counting):
     def fn(x):

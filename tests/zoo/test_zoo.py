@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 pytest.importorskip("transformers")
 
 from zoo_expected import CI_SHARE, SHORTFALLS  # noqa: E402
-from zoo_harness import (CaptureShortfall, assert_same, run_eager, run_ember,  # noqa: E402
-                         run_torch_compile, shortfall)
-from zoo_models import BY_NAME, ZOO  # noqa: E402
+from zoo_harness import (CaptureShortfall, Result, assert_same, observe_ember, run_eager,  # noqa: E402
+                         run_ember, run_torch_compile, shortfall)
+from zoo_models import BY_NAME, ZOO, build, inputs  # noqa: E402
 
 
 def _cases() -> list:
@@ -60,3 +61,24 @@ def test_table_lists_only_zoo_cases() -> None:
     cases = {(zoo.name, mode) for zoo in ZOO for mode in zoo.modes}
     assert set(SHORTFALLS) <= cases, set(SHORTFALLS) - cases
     assert set(CI_SHARE) <= set(BY_NAME)
+
+
+def test_sliding_window_generate_does_not_recompile_per_token() -> None:
+    """Mistral's sliding-window cache counts its tokens in an int attribute
+    (``cumulative_length``): the int becomes symbolic once it varies, so that ``generate`` of 6
+    tokens compiles 3 graphs (prefill, first step, symbolic steps) as torch.compile does, not one
+    per token until the cache limit sends the forward to eager."""
+    zoo = BY_NAME["mistral"]
+    batch = inputs(zoo, "generate")
+
+    def generate(wrap) -> torch.Tensor:
+        model = build(zoo, "generate")
+        model.forward = wrap(model.forward)
+        return model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6,
+                              do_sample=False)
+
+    expected = generate(lambda fn: fn)
+    got = observe_ember(lambda wrap: Result([generate(wrap)], {}), "eager")
+    assert torch.equal(got.outputs[0], expected)
+    assert not got.capture.fallback, got.capture.first_reason
+    assert (got.capture.graphs, got.capture.breaks) == (3, 0)

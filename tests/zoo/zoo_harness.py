@@ -86,10 +86,18 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
+Wrap = Callable[[Callable], Callable]
+
+
 def run_ember(zoo: ZooModel, mode: str, backend: Any = None) -> Result:
     """The call compiled by ember; ``aot_eager`` for training (gradients through ember_aot),
     ``eager`` otherwise, unless ``backend`` says."""
-    backend = backend or ("aot_eager" if mode == "train" else "eager")
+    return observe_ember(lambda wrap: _call(zoo, mode, wrap), backend or ("aot_eager" if mode == "train" else "eager"))
+
+
+def observe_ember(call: Callable[[Wrap], Result], backend: Any) -> Result:
+    """``call(wrap)`` with ``wrap`` compiling by ember with ``backend``, and what ember captured:
+    graphs, breaks and eager fallbacks (ember's "runs eagerly" warnings count as fallbacks)."""
     events: list[tuple[str, dict]] = []
     observe = lambda event, details: events.append((event, details))  # noqa: E731
     ember.reset()
@@ -97,7 +105,7 @@ def run_ember(zoo: ZooModel, mode: str, backend: Any = None) -> Result:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = _call(zoo, mode, lambda fn: ember.compile(fn, backend=backend))
+            result = call(lambda fn: ember.compile(fn, backend=backend))
     finally:
         ember.compiled.OBSERVERS.remove(observe)
         ember.reset()
@@ -114,6 +122,12 @@ def run_ember(zoo: ZooModel, mode: str, backend: Any = None) -> Result:
 
 def run_torch_compile(zoo: ZooModel, mode: str) -> Capture:
     """torch.compile's graphs and graph breaks on the same call, with a counting backend."""
+    return count_torch_compile(lambda wrap: _call(zoo, mode, wrap))
+
+
+def count_torch_compile(call: Callable[[Wrap], Any]) -> Capture:
+    """torch.compile's graphs and graph breaks on ``call(wrap)``, ``wrap`` compiling with a
+    counting backend."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 
@@ -126,7 +140,7 @@ def run_torch_compile(zoo: ZooModel, mode: str) -> Capture:
     torch._dynamo.reset()
     counters.clear()
     try:
-        _call(zoo, mode, lambda fn: torch.compile(fn, backend=counting_backend))
+        call(lambda fn: torch.compile(fn, backend=counting_backend))
         breaks = sum(counters["graph_break"].values())
     finally:
         torch._dynamo.reset()

@@ -123,13 +123,15 @@ class GraphBuilder:
         token = InputToken(len(self.symbolic_inputs))
         sym = self.shape_env.create_unspecified_symint_and_symbol(value, token, DimDynamic.DYNAMIC)
         if not isinstance(sym, torch.SymInt):
-            return ConstVar(value, source)
-        self.symbolic_inputs.append((source, sym))
-        node = self._placeholder(source)
-        node.meta["val"] = node.meta["example_value"] = sym
-        node.meta["source"] = source.describe()
-        self.inputs.append((source, node, value))
-        return SymVar(node, sym, source)
+            var: Var = ConstVar(value, source)
+        else:
+            self.symbolic_inputs.append((source, sym))
+            node = self._placeholder(source)
+            node.meta["val"] = node.meta["example_value"] = sym
+            node.meta["source"] = source.describe()
+            self.inputs.append((source, node, value))
+            var = SymVar(node, sym, source)
+        return var
 
     # -- calls ----------------------------------------------------------------------------
     def call(self, kind: str, target: Any, args: tuple[Var, ...], kwargs: dict[str, Var]) -> Var:
