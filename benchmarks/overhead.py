@@ -59,6 +59,7 @@ def training_steps(phases: bool, steps: int = 200, rounds: int = 15) -> None:
     rounds (and ember's phases)."""
     from benchmarks.step_phases import phases as step_phases
 
+    torch.set_num_threads(1)  # tiny tensors: intra-op threads only add noise on a shared machine
     model = _mlp()
     params = list(model.parameters())
     x, y = torch.randn(8, 16), torch.randn(8, 4)
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, eager, ours, theirs in rows:
         print(f"| {name} | {eager:.2f} | {ours:.2f} (+{ours - eager:.2f}) | {theirs:.2f} (+{theirs - eager:.2f}) |")
     print()
-    print("Training step (forward, MSE loss, backward) of a 3-layer MLP 16-32-32-4, batch 8:")
+    print("Training step (forward, MSE loss, backward) of a 3-layer MLP 16-32-32-4, batch 8, one thread:")
     print()
     training_steps(args.phases)
 
