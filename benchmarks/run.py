@@ -1,18 +1,21 @@
 """Benchmark suite: eager vs ember (backend="inductor") vs torch.compile, side by side in one process.
 
-    python -m benchmarks.run [--device cpu|cuda] [--quick | --iters N] [--only NAME ...] [--no-torch-compile]
-                             [--budget SECONDS]
+    python -m benchmarks.run [--device cpu|cuda] [--mode default|reduce-overhead] [--quick | --iters N]
+                             [--b2b CALLS] [--only NAME ...] [--no-torch-compile] [--budget SECONDS]
 
-On the GPU machine: ``python -m benchmarks.run --device cuda --budget 400`` (CUDA-event timing,
-fp32 and bf16 workloads, torchvision resnet18 and densenet121 when torchvision imports, HF
-BERT-base when transformers does, a back-to-back column for kernels; the table goes to ``$OUT``
-when set). A workload that fails is logged and skipped.
+On the GPU machine: ``python -m benchmarks.run --device cuda --budget 400`` and again with
+``--mode reduce-overhead`` (CUDA graphs; not applicable on CPU). fp32 and bf16 workloads,
+torchvision resnet18 and densenet121 when torchvision imports, HF BERT-base when transformers
+does. A workload that fails is logged and skipped.
 
-For every workload: first-call time (compile, with fresh caches) and median latency, plus the
-speedup over eager; a markdown table is printed and written to benchmarks/results/. Inference
+The three variants are timed in alternating rounds (``benchmarks.timing``): per workload the
+first-call (compile) time with fresh caches, the synchronized per-call latency (median, p10,
+p90), the back-to-back throughput (calls in a row, one synchronize), the speedups over eager of
+both, and a geomean row per kind. The markdown table, headed by date, host, versions and the
+command, is printed and written to ``$OUT`` when set, else benchmarks/results/. Inference
 workloads run under ``torch.no_grad``; training workloads run forward + loss + backward with
-zero_grad before each call. Sizes follow ../shared/ANCHORS.md (CPU: kernels 2^22 floats /
-1024x1024, ResNet-18 batch 4 at 64x64, GPT 2 layers d192 batch 1 seq 128).
+the grads set to None before each call. Sizes follow ../shared/ANCHORS.md (CPU: kernels 2^22
+floats / 1024x1024, ResNet-18 batch 4 at 64x64, GPT 2 layers d192 batch 1 seq 128).
 """
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ import dataclasses
 import datetime
 import math
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -41,6 +43,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.models import GPT, GeluMLP, ResNet18, TinyMLP  # noqa: E402
+from benchmarks.timing import Timing, command_line, environment, geomean, measure, sync  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -141,11 +144,6 @@ def workloads(device: str) -> list[Workload]:
     return out
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
 def step_runner(fn: Callable, inputs: tuple, training: bool, module: Any) -> Callable[[], Any]:
     if training:
         params = list(module.parameters())
@@ -164,59 +162,9 @@ def step_runner(fn: Callable, inputs: tuple, training: bool, module: Any) -> Cal
     return infer
 
 
-def _time_call(run: Callable[[], Any], device: str) -> float:
-    """Milliseconds of one synchronized call (CUDA events on the GPU)."""
-    if device == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        run()
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end)
-    t = time.perf_counter()
-    run()
-    return (time.perf_counter() - t) * 1e3
-
-
-def back_to_back(run: Callable[[], Any], calls: int = 30) -> float:
-    """Milliseconds per call of ``calls`` GPU calls issued without synchronizing in between."""
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        run()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / calls
-
-
 #: untimed calls after the first, for every variant: ember times a CPU graph's compiled and eager
 #: versions in its first 2 + 2 * TRIALS calls and keeps the faster (ember_inductor.measured)
 WARMUP_CALLS = 9
-
-
-def measure(variants: list[Callable], inputs: tuple, training: bool, module: Any,
-            device: str, iters: int) -> list[tuple[float, float]]:
-    """(first call seconds, median ms) per variant; timed calls are interleaved round-robin so
-    that load from other processes on a shared machine hits every variant alike."""
-    runs = [step_runner(fn, inputs, training, module) for fn in variants]
-    firsts = []
-    for run in runs:
-        t0 = time.perf_counter()
-        run()
-        _sync(device)
-        firsts.append(time.perf_counter() - t0)
-        for _ in range(WARMUP_CALLS):
-            run()
-    times: list[list[float]] = [[] for _ in runs]
-    for _ in range(iters):
-        for k, run in enumerate(runs):
-            times[k].append(_time_call(run, device))
-    out = [(f, statistics.median(ts)) for f, ts in zip(firsts, times)]
-    if device == "cuda" and not training:
-        out = [(f, m, back_to_back(run)) for (f, m), run in zip(out, runs)]
-    return out
 
 
 def copy_bandwidth(device: str, n: int) -> float:
@@ -224,10 +172,10 @@ def copy_bandwidth(device: str, n: int) -> float:
     y = torch.empty_like(x)
     times = []
     for _ in range(30):
-        _sync(device)
+        sync(device)
         t = time.perf_counter()
         y.copy_(x)
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - t)
     return 8 * n / statistics.median(times) / 1e9
 
@@ -235,19 +183,26 @@ def copy_bandwidth(device: str, n: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--quick", action="store_true", help="fewer timed calls")
+    ap.add_argument("--mode", choices=["default", "reduce-overhead"], default="default",
+                    help="compile mode of ember and torch.compile (reduce-overhead: CUDA graphs, CUDA only)")
+    ap.add_argument("--quick", action="store_true", help="fewer timed rounds")
     ap.add_argument("--iters", type=int, default=None,
                     help="timed rounds per workload (default 30, 10 with --quick)")
+    ap.add_argument("--b2b", type=int, default=10, help="back-to-back calls per round (throughput)")
     ap.add_argument("--only", nargs="*", help="substrings of workload names to run")
     ap.add_argument("--no-torch-compile", action="store_true")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds after which no further workload is started")
     args = ap.parse_args(argv)
+    command = command_line("benchmarks.run", argv)
+    device, mode = args.device, args.mode
+    if mode == "reduce-overhead" and device != "cuda":
+        print("--mode reduce-overhead records CUDA graphs: not applicable on CPU (use --device cuda)")
+        return 0
     import ember
     native_guards.ensure_built()
-
-    device = args.device
-    iters = args.iters or (10 if args.quick else 30)
+    rounds = args.iters or (10 if args.quick else 30)
+    compile_mode = None if mode == "default" else mode
     torch.manual_seed(0)
     rows = []
     started = time.perf_counter()
@@ -260,71 +215,75 @@ def main(argv: list[str] | None = None) -> int:
         try:
             obj, inputs, training = w.build(device)
             module = obj if isinstance(obj, torch.nn.Module) else None
-            variants: list[Callable] = [obj, ember.compile(obj, backend="inductor")]
+            variants: list[Callable] = [obj, ember.compile(obj, backend="inductor", mode=compile_mode)]
             if not args.no_torch_compile:
                 torch._dynamo.reset()
-                variants.append(torch.compile(obj))
-            results = measure(variants, inputs, training, module, device, iters)
+                variants.append(torch.compile(obj, mode=compile_mode))
+            runs = [step_runner(fn, inputs, training, module) for fn in variants]
+            results = measure(runs, device, rounds, WARMUP_CALLS, args.b2b)
         except Exception:
             print(f"workload {w.name} failed:\n{traceback.format_exc()}", flush=True)
             continue
-        eager, ours = results[0], results[1]
-        theirs = results[2] if len(results) > 2 else None
-        rows.append((w, eager, ours, theirs))
-        print(_row(w, eager, ours, theirs), flush=True)
+        rows.append((w, results))
+        print(_row(w, results), flush=True)
     bw = copy_bandwidth(device, 1 << (26 if device == "cuda" else 22))
-    report = _report(rows, device, bw, iters)
+    report = _report(rows, device, mode, bw, rounds, args.b2b, command)
     print(report)
     out_dir = os.environ.get("OUT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
     os.makedirs(out_dir, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H%M")
-    with open(os.path.join(out_dir, f"{device}_{stamp}{'_quick' if args.quick else ''}.md"), "w") as f:
+    suffix = ("_reduce-overhead" if mode != "default" else "") + ("_quick" if args.quick else "")
+    with open(os.path.join(out_dir, f"{device}_{stamp}{suffix}.md"), "w") as f:
         f.write(report)
     return 0
 
 
-def _row(w: Workload, eager: tuple, ours: tuple, theirs: tuple | None) -> str:
-    gbs = f", {w.bytes_moved / ours[1] / 1e6:.0f} GB/s" if w.bytes_moved else ""
-    tc = f"{theirs[1]:.3f} ({eager[1] / theirs[1]:.2f}x) | {theirs[0]:.1f}" if theirs else "- | -"
-    row = (f"| {w.name} | {eager[1]:.3f} | {ours[1]:.3f} ({eager[1] / ours[1]:.2f}x{gbs}) | "
-           f"{ours[0]:.1f} | {tc} |")
-    if len(ours) > 2:  # back-to-back ms per call on the GPU: eager, ember, torch.compile
-        b2b = [eager[2], ours[2]] + ([theirs[2]] if theirs else [])
-        gb = f" ({w.bytes_moved / ours[2] / 1e6:.0f} GB/s)" if w.bytes_moved else ""
-        row += " " + " / ".join(f"{t:.3f}" for t in b2b) + gb + " |"
-    return row
+def _cell(t: Timing, eager: Timing, gbs: int = 0) -> str:
+    """Latency median [p10-p90] (speedup) | back-to-back per call (speedup)."""
+    bw = f", {gbs / t.median / 1e6:.0f} GB/s" if gbs else ""
+    return (f"{t.median:.3f} [{t.quantile(0.1):.3f}-{t.quantile(0.9):.3f}] ({eager.median / t.median:.2f}x{bw}) | "
+            f"{t.throughput:.3f} ({eager.throughput / t.throughput:.2f}x)")
 
 
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+def _row(w: Workload, results: list[Timing]) -> str:
+    eager, ours = results[0], results[1]
+    theirs = results[2] if len(results) > 2 else None
+    tc = f"{_cell(theirs, eager)} | {theirs.first_s:.1f}" if theirs else "- | - | -"
+    return (f"| {w.name} | {eager.median:.3f} [{eager.quantile(0.1):.3f}-{eager.quantile(0.9):.3f}] | "
+            f"{eager.throughput:.3f} | {_cell(ours, eager, w.bytes_moved)} | {ours.first_s:.1f} | {tc} |")
 
 
-def _report(rows: list, device: str, bw: float, iters: int) -> str:
+def _report(rows: list, device: str, mode: str, bw: float, rounds: int, b2b: int, command: str) -> str:
+    timer = "CUDA events" if device == "cuda" else "perf_counter"
     head = [
-        f"# ember inductor vs torch.compile ({device})",
+        f"# eager vs ember (inductor) vs torch.compile: {device}, mode {mode}",
         "",
-        f"{datetime.date.today()}, torch {torch.__version__}, python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, median of {iters} calls. Copy bandwidth in the same run: {bw:.0f} GB/s.",
+        *environment(device, command),
+        f"- method: one process, {rounds} alternating rounds (eager, ember, torch.compile, eager, ...); "
+        f"latency = one synchronized call ({timer}), median [p10-p90] ms; b2b = {b2b} calls back to back "
+        f"then one synchronize, ms per call (median of rounds); (x) = speedup over eager; first call = "
+        f"compile with fresh caches, s. Copy bandwidth in the same run: {bw:.0f} GB/s.",
         "",
+        "| workload | eager ms | eager b2b | ember ms (x) | ember b2b (x) | ember first s "
+        "| torch.compile ms (x) | torch.compile b2b (x) | torch.compile first s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    if device == "cuda":
-        import triton
-        head[2] += (f" {torch.cuda.get_device_name()}, CUDA {torch.version.cuda}, triton {triton.__version__};"
-                    " latency per synchronized call with CUDA events; b2b = 30 calls back to back.")
-        head += ["| workload | eager ms | ember ms (x) | ember first call s | torch.compile ms (x) | "
-                 "torch.compile first call s | b2b ms eager / ember / torch.compile |",
-                 "|---|---|---|---|---|---|---|"]
-    else:
-        head += ["| workload | eager ms | ember ms (x) | ember first call s | torch.compile ms (x) | "
-                 "torch.compile first call s |", "|---|---|---|---|---|---|"]
     lines = [_row(*r) for r in rows]
     summary = []
     for kind in ("kernel", "model"):
-        ours = [e[1] / o[1] for w, e, o, t in rows if w.kind == kind]
-        theirs = [e[1] / t[1] for w, e, o, t in rows if w.kind == kind and t]
-        summary.append(f"Geomean over eager, {kind}s: ember {_geomean(ours):.2f}x, "
-                       f"torch.compile {_geomean(theirs):.2f}x.")
-    return "\n".join(head + lines + [""] + summary) + "\n"
+        picked = [res for w, res in rows if w.kind == kind]
+        if not picked:
+            continue
+        cells = []
+        for k, name in ((1, "ember"), (2, "torch.compile")):
+            lat = [r[0].median / r[k].median for r in picked if len(r) > k]
+            thr = [r[0].throughput / r[k].throughput for r in picked if len(r) > k]
+            if lat:
+                cells.append(f"{geomean(lat):.2f}x | {geomean(thr):.2f}x")
+            else:
+                cells.append("- | -")
+        summary.append(f"| **geomean, {kind}s** | | | {cells[0]} | | {cells[1]} | |")
+    return "\n".join(head + lines + summary) + "\n"
 
 
 if __name__ == "__main__":

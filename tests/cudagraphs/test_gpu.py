@@ -180,3 +180,34 @@ def test_one_graph_per_shape_and_reset_frees_memory():
     release_memory()
     assert live_graphs() == graphs0
     assert torch.cuda.memory_allocated() <= mem0 + (1 << 20)
+
+
+def test_training_step_with_a_cpu_scalar_input_is_recorded(caplog):
+    """A 0-dim CPU tensor input (a loss scale) and AdamW(capturable=False): recorded, and each
+    replay reads the call's value (ran on an H100: forward and backward both recorded)."""
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).cuda()
+    ours = copy.deepcopy(ref)
+    opts = [torch.optim.AdamW(m.parameters(), lr=1e-2, capturable=False) for m in (ref, ours)]
+
+    def loss_of(model, x, y, scale):
+        return F.mse_loss(model(x), y) * scale
+
+    compiled = ember.compile(lambda x, y, scale: loss_of(ours, x, y, scale), mode="reduce-overhead")
+    before = live_graphs()
+    with caplog.at_level(logging.WARNING, LOG):
+        for k in range(6):
+            x, y = torch.randn(16, 32, device="cuda"), torch.randn(16, 8, device="cuda")
+            scale = torch.tensor(1.0 + k / 4)  # a new CPU value every step
+            losses = []
+            for opt, step in ((opts[0], lambda: loss_of(ref, x, y, scale)), (opts[1], lambda: compiled(x, y, scale))):
+                opt.zero_grad(set_to_none=True)
+                loss = step()
+                loss.backward()
+                opt.step()
+                losses.append(loss.detach())
+            torch.testing.assert_close(losses[1], losses[0], **TOL)
+    for p, q in zip(ref.parameters(), ours.parameters()):
+        torch.testing.assert_close(q, p, **TOL)
+    assert "without CUDA graphs" not in caplog.text
+    assert live_graphs() >= before + 2  # the forward and the backward

@@ -74,7 +74,8 @@ class AOTFunction(torch.autograd.Function):
         if plan._one_group:
             _save(ctx, outs[n:])
             fwd = tuple(outs[:n])
-            ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
+            if plan.nondiff_outputs:
+                ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
             return fwd
         # detached: a node's saved values must not hold (and keep alive) another node's outputs
         _save(ctx, [_detached(outs[n + s]) for s in plan.grad_groups[g].saved])
@@ -86,23 +87,12 @@ class AOTFunction(torch.autograd.Function):
         group = plan.grad_groups[ctx.group]
         if plan._one_group:
             grads = tuple(grads[i] for i in plan.diff_outputs)
-        create_graph = torch.is_grad_enabled()
-        bw = plan.bw[ctx.group]
-        missing = frozenset(k for k, g in enumerate(grads) if g is None)
-        if missing and plan.bw_variants is not None:
-            bw = plan.bw_variants.get(ctx.group, len(grads), missing, bw)
-        with torch.no_grad():
-            tangents = [_coerce(g, ctx.layouts[i]) for g, i in zip(grads, group.outputs)]
-            saved = _saved(ctx)
-            try:
-                results = list(bw(*saved, *tangents))
-            except RuntimeError as exc:  # a specialised backward that fails: the full one, as before
-                if bw is plan.bw[ctx.group]:
-                    raise
-                log.warning("ember_aot: a backward specialised to the gradients given failed (%s); "
-                            "running the full backward", exc)
-                plan.bw_variants.cache[(ctx.group, missing)] = bw = plan.bw[ctx.group]
-                results = list(bw(*saved, *tangents))
+        create_graph = torch.is_grad_enabled()  # autograd runs a backward without grad otherwise
+        if create_graph:
+            with torch.no_grad():
+                results = _run_backward(ctx, plan, group, grads)
+        else:
+            results = _run_backward(ctx, plan, group, grads)
         if create_graph and results:
             results = _no_double_backward(results, ctx.grad_primals)
         if not group.grads:  # linked to every input requiring grad (see CompiledPlan.__call__)
@@ -110,6 +100,26 @@ class AOTFunction(torch.autograd.Function):
         elif any(g is None for g in grads):
             _drop_unreached(results, plan, group, grads)
         return (None, None, None, None, None, *results)
+
+
+def _run_backward(ctx: Any, plan: "CompiledPlan", group: GradGroup, grads: Sequence[Any]) -> list[Any]:
+    """The group's compiled backward on the saved values and the tangents (grad mode off)."""
+    bw = plan.bw[ctx.group]
+    missing: frozenset[int] = frozenset()
+    if plan.bw_variants is not None and any(g is None for g in grads):
+        missing = frozenset(k for k, g in enumerate(grads) if g is None)
+        bw = plan.bw_variants.get(ctx.group, len(grads), missing, bw)
+    tangents = [_coerce(g, ctx.layouts[i]) for g, i in zip(grads, group.outputs)]
+    saved = _saved(ctx)
+    try:
+        return list(bw(*saved, *tangents))
+    except RuntimeError as exc:  # a specialised backward that fails: the full one, as before
+        if bw is plan.bw[ctx.group]:
+            raise
+        log.warning("ember_aot: a backward specialised to the gradients given failed (%s); "
+                    "running the full backward", exc)
+        plan.bw_variants.cache[(ctx.group, missing)] = bw = plan.bw[ctx.group]
+        return list(bw(*saved, *tangents))
 
 
 def _save(ctx: Any, values: Sequence[Any]) -> None:

@@ -15,6 +15,7 @@ import torch
 import torch.fx
 
 from .checks import cuda_reason, device_reason
+from .host_scalars import is_host_scalar
 from .wrapper import wrap_compiler
 
 log = logging.getLogger("ember.cudagraphs")
@@ -40,7 +41,8 @@ def aot_backend(recorder: Any = None) -> Callable:
 
 def cudagraphs(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
     """The ``cudagraphs`` backend (see the module docstring)."""
-    reason = cuda_reason() or device_reason(example_inputs)
+    # 0-dim CPU inputs are left to each aten graph (``host_scalars``)
+    reason = cuda_reason() or device_reason([None if is_host_scalar(a) else a for a in example_inputs])
     if reason:
         log.warning("ember_cudagraphs: running the graph without CUDA graphs: %s", reason)
         return gm.forward

@@ -45,6 +45,7 @@ import torch.fx
 
 from . import registry
 from .checks import cuda_reason, device_reason, graph_device_reason, mutation_reason
+from .host_scalars import HostScalars, host_scalar_inputs, on_device
 from .inputs import signature
 from .recording import Recording
 
@@ -286,15 +287,20 @@ def wrap_compiler(compiler: Callable, **kwargs: Any) -> Callable:
 
     The signature of a compiled graph with static sizes is fixed by the caller's guards (ember's
     core, ember_aot), so it is not re-checked on every call; a graph with symbolic sizes is
-    recorded per concrete signature.
+    recorded per concrete signature. 0-dim CPU tensor inputs that feed device computations are
+    compiled and recorded as device tensors, copied in on each call (``host_scalars``).
     """
     trust = kwargs.pop("trust_signature", True)
     name = kwargs.pop("name", "")
 
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        scalars = host_scalar_inputs(gm, example_inputs)
+        if scalars:  # 0-dim CPU inputs: read from a device copy (see host_scalars)
+            gm, example_inputs, device = on_device(gm, example_inputs, scalars)
         compiled = compiler(gm, example_inputs)
-        return wrap(compiled, example_inputs, gm=gm, name=name or _graph_name(gm),
-                    trust_signature=trust and not has_symbolic_sizes(example_inputs), **kwargs)
+        graphed = wrap(compiled, example_inputs, gm=gm, name=name or _graph_name(gm),
+                       trust_signature=trust and not has_symbolic_sizes(example_inputs), **kwargs)
+        return HostScalars(graphed, scalars, device) if scalars else graphed
     return compile_graph
 
 

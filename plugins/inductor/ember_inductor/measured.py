@@ -38,8 +38,14 @@ def enabled(options: dict | None, example_inputs: Sequence[Any]) -> bool:
 
 
 def needs_grad(args: Sequence[Any]) -> bool:
-    """Whether a call with these arguments records autograd history."""
-    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+    """Whether a call with these arguments records autograd history (on every call of a training
+    graph: a plain loop that stops at the first parameter, no generator)."""
+    if not torch.is_grad_enabled():
+        return False
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            return True
+    return False
 
 
 class FasterOf:
