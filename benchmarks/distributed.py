@@ -1,13 +1,15 @@
 """Distributed training steps: eager, torch.compile and ember on DDP or FSDP2, side by side.
 
-    python -m benchmarks.distributed [--device cpu|cuda] [--wrapper ddp|fsdp2] [--steps 10]
+    python -m benchmarks.distributed [--device cpu|cuda] [--wrapper ddp|fsdp2] [--model gpt|resnet18]
     torchrun --nproc_per_node 2 -m benchmarks.distributed --device cuda --wrapper fsdp2
 
 Without torchrun, the script starts its own processes: 2 over gloo on the CPU, 1 over NCCL on
 CUDA (``--nproc`` changes it); under torchrun (``RANK`` and ``WORLD_SIZE`` set) each process is
 one rank, NCCL on CUDA, with ``NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-NVSHMEM_DISABLE_NVLS=1`` set by the script. A small GPT (``benchmarks.models.GPT``) wrapped in
-DDP (``bucket_cap_mb``) or FSDP2 (``fully_shard`` per block and on the root) trains with SGD,
+NVSHMEM_DISABLE_NVLS=1`` set by the script. A small GPT (``benchmarks.models.GPT``, next-token
+cross entropy) or the suite's ResNet-18 (``--model resnet18``, batch norm in train mode, 10
+classes) wrapped in DDP (``bucket_cap_mb``) or FSDP2 (``fully_shard`` per block and on the
+root) trains with SGD, the batch ``--batch`` per rank,
 for each of ``--compilers`` (``eager``, ``torch``, ``torch-ro``, ``ember``, ``ember-ro``: "-ro" is
 ``mode="reduce-overhead"``, CUDA only) on a fresh model from the same seed, the wrapped model
 compiled as users do (``compile(ddp_model)``). Each step (forward, loss, backward, optimizer
@@ -38,7 +40,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import ember  # noqa: E402
-from benchmarks.models import GPT  # noqa: E402
+from benchmarks.models import GPT, ResNet18  # noqa: E402
 
 COMPILERS = ("eager", "torch", "torch-ro", "ember", "ember-ro")
 
@@ -48,7 +50,7 @@ def _wrap(model: torch.nn.Module, args: argparse.Namespace) -> torch.nn.Module:
         from torch.nn.parallel import DistributedDataParallel as DDP
         return DDP(model, bucket_cap_mb=args.bucket_cap_mb)
     from torch.distributed.fsdp import fully_shard
-    for block in model.blocks:
+    for block in (model.blocks if args.model == "gpt" else model.layers):
         fully_shard(block)
     return fully_shard(model)
 
@@ -62,8 +64,18 @@ def _compile(model: torch.nn.Module, name: str) -> Callable:
     return ember.compile(model, mode=mode)
 
 
+def _model(args: argparse.Namespace, device: str) -> torch.nn.Module:
+    if args.model == "gpt":
+        return GPT(vocab=args.vocab, d=args.dim, heads=args.heads, layers=args.layers, max_seq=args.seq).to(device)
+    return ResNet18(num_classes=10).to(device)
+
+
 def _batch(rank: int, step: int, args: argparse.Namespace, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One rank's inputs and labels of a step (different on each rank, the same for every compiler)."""
     g = torch.Generator().manual_seed(1000 * rank + step)
+    if args.model == "resnet18":
+        images = torch.randn(args.batch, 3, args.image, args.image, generator=g)
+        return images.to(device), torch.randint(0, 10, (args.batch,), generator=g).to(device)
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
     return ids.to(device), torch.roll(ids, -1, 1).to(device)
 
@@ -80,14 +92,14 @@ def _local(t: torch.Tensor) -> torch.Tensor:
 
 def _run(name: str, rank: int, args: argparse.Namespace, device: str) -> dict:
     torch.manual_seed(0)
-    model = GPT(vocab=args.vocab, d=args.dim, heads=args.heads, layers=args.layers, max_seq=args.seq).to(device)
+    model = _model(args, device)
     wrapped = _wrap(model, args)
     run = _compile(wrapped, name)
     opt = torch.optim.SGD(wrapped.parameters(), lr=0.01)
 
     def step(i: int) -> None:
-        ids, labels = _batch(rank, i, args, device)
-        loss = F.cross_entropy(run(ids).flatten(0, 1), labels.flatten())
+        inputs, labels = _batch(rank, i, args, device)
+        loss = F.cross_entropy(run(inputs).flatten(0, -2), labels.flatten())
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -151,7 +163,11 @@ def _worker(rank: int, world: int, args: argparse.Namespace, port: int | None) -
         for name in args.compilers.split(","):
             if name.endswith("-ro") and device != "cuda":
                 continue
-            results[name] = _run(name, rank, args, device)
+            try:
+                results[name] = _run(name, rank, args, device)
+            except Exception as e:  # one compiler failing (torch.compile's inductor on FSDP2 ResNet-18) is a row
+                results[name] = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
+                _sync(device)
             torch._dynamo.reset()
             ember.reset()
         _report(results, args, world)
@@ -161,8 +177,13 @@ def _worker(rank: int, world: int, args: argparse.Namespace, port: int | None) -
 
 def _report(results: dict, args: argparse.Namespace, world: int) -> None:
     eager = results.get("eager")
+    if eager is not None and "error" in eager:
+        eager = None
     checks = []
     for name, r in results.items():
+        if "error" in r:
+            checks.append(f"failed: {r['error']}")
+            continue
         if eager is None or r["params"] is None or eager["params"] is None:
             checks.append("not checked")
             continue
@@ -175,27 +196,37 @@ def _report(results: dict, args: argparse.Namespace, world: int) -> None:
         return
     device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU ({os.cpu_count()} cores)"
     lines = [f"{args.wrapper} x {world} ranks ({'nccl' if args.device == 'cuda' else 'gloo'}), {device}, "
-             f"torch {torch.__version__}, GPT d={args.dim} layers={args.layers} vocab={args.vocab}, "
-             f"batch {args.batch}x{args.seq}, {time.strftime('%Y-%m-%d')}", "",
+             f"torch {torch.__version__}, {_describe(args)}, {time.strftime('%Y-%m-%d')}", "",
              f"| compiler | first step s | median step ms | vs eager | params after {args.check_steps} steps |",
              "|---|---|---|---|---|"]
     for (name, r), check in zip(results.items(), checks):
+        if "error" in r:
+            lines.append(f"| {name} | - | - | - | {check} |")
+            continue
         ratio = f"{eager['median'] / r['median']:.2f}x" if eager else "-"
         lines.append(f"| {name} | {r['first']:.2f} | {r['median'] * 1e3:.1f} | {ratio} | {check} |")
     for name, r in results.items():
-        if r["trace"]:
+        if r.get("trace"):
             lines.append(f"\noverlap ({name}): {r['trace']}")
     text = "\n".join(lines)
     print(text, flush=True)
     if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], f"distributed_{args.wrapper}_{args.device}.md"), "w") as f:
+        name = f"distributed_{args.model}_{args.wrapper}_{args.device}_x{world}.md"
+        with open(os.path.join(os.environ["OUT"], name), "w") as f:
             f.write(text + "\n")
+
+
+def _describe(args: argparse.Namespace) -> str:
+    if args.model == "gpt":
+        return f"GPT d={args.dim} layers={args.layers} vocab={args.vocab}, batch {args.batch}x{args.seq} per rank"
+    return f"ResNet-18, batch {args.batch}x3x{args.image}x{args.image} per rank"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--wrapper", choices=("ddp", "fsdp2"), default="ddp")
+    ap.add_argument("--model", choices=("gpt", "resnet18"), default="gpt")
     ap.add_argument("--compilers", default=None, help="comma-separated, of " + ", ".join(COMPILERS))
     ap.add_argument("--nproc", type=int, default=None, help="processes when not under torchrun")
     ap.add_argument("--steps", type=int, default=10)
@@ -208,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", type=int, default=2048)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--image", type=int, default=64, help="ResNet-18 image size")
     ap.add_argument("--trace", default=None, help="folder for the profiled ember DDP step's chrome trace")
     args = ap.parse_args(argv)
     cuda = args.device == "cuda"
