@@ -155,6 +155,9 @@ def _worker(rank: int, world: int, args: argparse.Namespace, port: int | None) -
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
     if device == "cuda":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+        if args.no_tf32:
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
     else:
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // world))
     dist.init_process_group("nccl" if device == "cuda" else "gloo")
@@ -240,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--image", type=int, default=64, help="ResNet-18 image size")
+    ap.add_argument("--no-tf32", action="store_true",
+                    help="turn TF32 off in cuDNN and cuBLAS (compiled layouts pick other TF32 convolutions)")
     ap.add_argument("--trace", default=None, help="folder for the profiled ember DDP step's chrome trace")
     args = ap.parse_args(argv)
     cuda = args.device == "cuda"

@@ -36,8 +36,8 @@ run "$NPROC" gpt ddp "eager,ember$(ro ember)" --trace "$OUT/tables/trace"
 run "$NPROC" gpt ddp "eager,torch$(ro torch)"
 run "$NPROC" gpt fsdp2 "eager,ember,torch"
 run 1 gpt ddp "eager,ember,torch"
-run "$NPROC" resnet18 ddp "eager,ember$(ro ember)" --batch 16
-run "$NPROC" resnet18 ddp "eager,torch$(ro torch)" --batch 16
-run "$NPROC" resnet18 fsdp2 "eager,ember,torch" --batch 16
-run 1 resnet18 ddp "eager,ember,torch" --batch 16
+run "$NPROC" resnet18 ddp "eager,ember$(ro ember)" --batch 16 --no-tf32
+run "$NPROC" resnet18 ddp "eager,torch$(ro torch)" --batch 16 --no-tf32
+run "$NPROC" resnet18 fsdp2 "eager,ember,torch" --batch 16 --no-tf32
+run 1 resnet18 ddp "eager,ember,torch" --batch 16 --no-tf32
 rm -rf "$OUT/tables"
