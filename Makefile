@@ -5,6 +5,8 @@ PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0
 EXTRAS ?= test,onnxrt,tvm
 PYTEST_ARGS ?=
+# pytest-xdist workers: one per logical CPU (CI's 2-core machine: 2); TEST_WORKERS=0 runs in one process
+TEST_WORKERS ?= logical
 
 .PHONY: install demo test test-ops bench
 
@@ -17,7 +19,7 @@ demo: install
 	$(PYTHON) examples/demo.py
 
 test: install
-	$(PYTHON) -m pytest -q $(PYTEST_ARGS) tests; rc=$$?; \
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS) tests; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 # Every op of torch's OpInfo database on inductor and aot_eager, every dtype (CI runs a seeded

@@ -1,5 +1,5 @@
-"""Shared pytest set-up: the C++ guard helper built once, a fresh ember cache per test, and the
-`gpu` marker skipping without CUDA."""
+"""Shared pytest set-up: the C++ guard helper built once, a fresh ember cache per test, the
+`gpu` marker skipping without CUDA, and the grouping that pytest-xdist's workers need."""
 from __future__ import annotations
 
 import os
@@ -35,6 +35,13 @@ def _reset_ember():
     ember.reset()
 
 
+def pytest_configure(config):
+    """Under pytest-xdist the controller builds the C++ guard helper before the workers start, so
+    they load it instead of building it side by side."""
+    if not hasattr(config, "workerinput"):
+        native_guards.ensure_built()
+
+
 def pytest_collection_finish(session):
     """torch's OpInfo module (torch.testing._internal.common_utils, imported by tests/ops and by the
     Triton cases taken from OpInfo samples) freezes torch.backends flags for the whole process when
@@ -43,6 +50,12 @@ def pytest_collection_finish(session):
 
 
 def pytest_collection_modifyitems(config, items):
+    # Tests sharing a module-scoped fixture (the distributed scenarios, each a pair of processes
+    # running every case) stay on one pytest-xdist worker (`--dist loadgroup`), so it runs once.
+    for item in items:
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(d.scope == "module" for fixturedefs in defs.values() for d in fixturedefs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")

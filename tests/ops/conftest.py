@@ -21,8 +21,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 REPORT = os.environ.get("EMBER_OPINFO_REPORT", os.path.join(tempfile.gettempdir(), "ember_opinfo_results.json"))
 
 
+def _worker() -> bool:
+    """A pytest-xdist worker: its reports reach the controller, which writes the records."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    open(REPORT, "w").close()
+    if not _worker():
+        open(REPORT, "w").close()
 
 
 @pytest.fixture(autouse=True)
@@ -71,13 +77,13 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when != "call" and not (report.when == "setup" and report.skipped):
         return
     case = getattr(report, "opinfo_case", None)
-    if case is None:
+    if case is None or _worker():
         return
     message = ""
     if report.failed or report.skipped:
         crash = getattr(report.longrepr, "reprcrash", None)
         message = crash.message if crash is not None else str(report.longrepr)[-300:]
-    record = {**case._asdict(), "outcome": _outcome(report),
+    record = {**case, "outcome": _outcome(report),
               "message": message.splitlines()[0][:300] if message else "", "seconds": round(report.duration, 3)}
     with open(REPORT, "a") as f:  # one JSON record a line, written as it comes: a cut run keeps its part
         f.write(json.dumps(record) + "\n")
@@ -88,5 +94,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: object):
     outcome = yield
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "case" in callspec.params:
-        outcome.get_result().opinfo_case = callspec.params["case"]
+        outcome.get_result().opinfo_case = callspec.params["case"]._asdict()  # plain data: xdist sends it
 
