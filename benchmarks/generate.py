@@ -1,13 +1,14 @@
 """`generate()` of a small decoder with a KV cache: eager, torch.compile and ember side by side.
 
-    python -m benchmarks.generate [--device cpu|cuda] [--tokens 64] [--rounds 3]
+    python -m benchmarks.generate [--device cpu|cuda] [--tokens 64] [--rounds 9]
 
 A GPT-2 of 4 layers (hidden 256, random weights, no download) generates ``--tokens`` new tokens
 greedily from a batch of 2 prompts of 12 tokens with an attention mask, its forward compiled
 (``model.forward = compile(model.forward)``, the way users compile a model they call
-``generate`` on). Each compiler is timed on a fresh model in the same process: the first
-``generate`` (compilation included: "total s") and then ``--rounds`` more, whose median gives
-tokens per second. The graph count (from a counting wrapper around each backend) and the tokens
+``generate`` on). Each compiler has a fresh model in the same process; the first ``generate``
+of each is timed (compilation included), then ``--rounds`` alternating rounds (eager,
+torch.compile, ember, eager, ...; ``benchmarks.timing``) of one synchronized ``generate`` each,
+whose median gives tokens per second. The graph count (from a counting wrapper around each backend) and the tokens
 (which must equal eager's) are reported. A markdown table goes to stdout and, when set, to
 ``$OUT/generate.md``.
 """
@@ -15,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
-import time
 from typing import Any, Callable
 
 from ember import native_guards  # noqa: E402
@@ -29,6 +28,7 @@ os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember_bench_ge
 import torch  # noqa: E402
 
 import ember  # noqa: E402
+from benchmarks.timing import command_line, environment, measure  # noqa: E402
 
 
 def _model(device: str) -> Any:
@@ -46,12 +46,9 @@ def _inputs(device: str) -> dict[str, torch.Tensor]:
     return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def _run(name: str, wrap: Callable[[Any], Any] | None, device: str, tokens: int, rounds: int) -> dict:
+def _setup(wrap: Callable[[Any, dict], Any] | None, device: str, tokens: int) -> tuple[Callable, dict]:
+    """A fresh model, its forward compiled by ``wrap`` (counting graphs into the dict), and a
+    ``generate()`` of ``tokens`` greedy tokens."""
     model = _model(device)
     counter = {"graphs": 0}
     if wrap is not None:
@@ -62,21 +59,7 @@ def _run(name: str, wrap: Callable[[Any], Any] | None, device: str, tokens: int,
         with torch.no_grad():
             return model.generate(**inputs, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False,
                                   pad_token_id=0)
-
-    _sync(device)
-    start = time.perf_counter()
-    out = generate()
-    _sync(device)
-    total = time.perf_counter() - start
-    times = []
-    for _ in range(rounds):
-        _sync(device)
-        start = time.perf_counter()
-        generate()
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return {"name": name, "tokens": out, "total": total, "tok_s": tokens * 2 / statistics.median(times),
-            "graphs": counter["graphs"] if wrap is not None else 0}
+    return generate, counter
 
 
 def _counting(backend: Any) -> Callable:
@@ -92,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--tokens", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args(argv)
     native_guards.ensure_built()  # guards check tensors in C++ from the first compile, as an installed ember does
 
@@ -106,24 +89,32 @@ def main(argv: list[str] | None = None) -> int:
         backend.dynamic = True  # the counting wrapper passes symbolic graphs on, as the inductor takes them
         return ember.compile(forward, backend=backend)
 
-    rows = [_run("eager", None, args.device, args.tokens, args.rounds)]
-    rows.append(_run("torch.compile", torch_compile, args.device, args.tokens, args.rounds))
-    torch._dynamo.reset()
-    rows.append(_run("ember", ember_compile, args.device, args.tokens, args.rounds))
-    eager = rows[0]
-    lines = [f"generate() of {args.tokens} new tokens, batch 2, GPT-2 4x256, {args.device}, torch {torch.__version__}",
-             "", "| compiler | graphs | total s (compile included) | tokens/s | x eager | tokens equal eager's |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
-        same = torch.equal(r["tokens"], eager["tokens"])
-        lines.append(f"| {r['name']} | {r['graphs'] or '-'} | {r['total']:.2f} | {r['tok_s']:.0f} | "
-                     f"{r['tok_s'] / eager['tok_s']:.2f}x | {'yes' if same else 'NO'} |")
+    names = ("eager", "torch.compile", "ember")
+    setups = [_setup(wrap, args.device, args.tokens) for wrap in (None, torch_compile, ember_compile)]
+    runs = [generate for generate, _ in setups]
+    timings = measure(runs, args.device, rounds=args.rounds, warmup=1, calls=1)
+    tokens = [run() for run in runs]
+    eager = timings[0]
+    lines = [f"generate() of {args.tokens} new tokens, batch 2, GPT-2 4x256, {args.device}", "",
+             *environment(args.device, command_line("benchmarks.generate", argv)),
+             f"- method: one process, {args.rounds} alternating rounds (eager, torch.compile, ember, ...), "
+             f"one synchronized generate() each; tokens/s from the median; first = the first generate() "
+             f"of a fresh model (compilation included)", "",
+             "| compiler | graphs | first generate s (compile included) | median generate ms | tokens/s | x eager "
+             "| tokens equal eager's |",
+             "|---|---|---|---|---|---|---|"]
+    for name, (_, counter), timing, out in zip(names, setups, timings, tokens):
+        rate = args.tokens * 2 / (timing.median / 1e3)
+        same = torch.equal(out, tokens[0])
+        lines.append(f"| {name} | {counter['graphs'] if name != 'eager' else '-'} | {timing.first_s:.2f} | "
+                     f"{timing.median:.1f} | {rate:.0f} | {eager.median / timing.median:.2f}x | "
+                     f"{'yes' if same else 'NO'} |")
     text = "\n".join(lines)
     print(text)
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "generate.md"), "w") as f:
             f.write(text + "\n")
-    return 0 if all(torch.equal(r["tokens"], eager["tokens"]) for r in rows) else 1
+    return 0 if all(torch.equal(out, tokens[0]) for out in tokens) else 1
 
 
 if __name__ == "__main__":
