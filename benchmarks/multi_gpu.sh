@@ -7,6 +7,7 @@
 #
 #   bash benchmarks/multi_gpu.sh                 # on the GPU machine, after gpu_session.sh's install
 #   DEVICE=cpu NPROC=2 STEPS=2 bash benchmarks/multi_gpu.sh   # the same runs over gloo, to try it here
+#   ONLY='resnet18' bash benchmarks/multi_gpu.sh  # the runs whose "GPUs model wrapper" label matches
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -20,6 +21,7 @@ ro() { [ "$DEVICE" = cuda ] && echo ",$1-ro"; }
 run() {  # nproc model wrapper compilers [extra args...]
   local n=$1 model=$2 wrapper=$3 compilers=$4
   shift 4
+  [[ "$n $model $wrapper" =~ ${ONLY:-.} ]] || return 0
   echo "== $n x $model $wrapper: $compilers" | tee -a "$OUT/multigpu.log"
   OUT="$OUT/tables" torchrun --standalone --nproc_per_node "$n" -m benchmarks.distributed --device "$DEVICE" \
     --model "$model" --wrapper "$wrapper" --compilers "$compilers" --steps "$STEPS" "$@" 2>&1 \
