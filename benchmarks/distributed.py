@@ -41,6 +41,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import ember  # noqa: E402
 from benchmarks.models import GPT, ResNet18  # noqa: E402
+from benchmarks.timing import command_line, environment  # noqa: E402
 
 COMPILERS = ("eager", "torch", "torch-ro", "ember", "ember-ro")
 
@@ -178,43 +179,39 @@ def _worker(rank: int, world: int, args: argparse.Namespace, port: int | None) -
         dist.destroy_process_group()
 
 
+def _check(r: dict, eager: dict | None, args: argparse.Namespace) -> str:
+    """Whether a compiler's parameters equal eager's on every rank (a collective: every rank calls it)."""
+    if eager is None or r["params"] is None or eager["params"] is None:
+        return "not checked"
+    diff = max((a - b).abs().max().item() for a, b in zip(r["params"], eager["params"]))
+    same = all(torch.allclose(a, b, rtol=1e-3, atol=1e-4) for a, b in zip(r["params"], eager["params"]))
+    flag = torch.tensor([int(same)], device="cuda" if args.device == "cuda" else "cpu")
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)  # every rank's shard
+    return f"{'equal' if flag.item() else 'DIFFER'} (max diff {diff:.1e})"
+
+
 def _report(results: dict, args: argparse.Namespace, world: int) -> None:
     eager = results.get("eager")
-    if eager is not None and "error" in eager:
-        eager = None
-    checks = []
+    eager = None if eager is None or "error" in eager else eager
+    rows = []
     for name, r in results.items():
         if "error" in r:
-            checks.append(f"failed: {r['error']}")
-            continue
-        if eager is None or r["params"] is None or eager["params"] is None:
-            checks.append("not checked")
-            continue
-        diff = max((a - b).abs().max().item() for a, b in zip(r["params"], eager["params"]))
-        same = all(torch.allclose(a, b, rtol=1e-3, atol=1e-4) for a, b in zip(r["params"], eager["params"]))
-        flag = torch.tensor([int(same)], device="cuda" if args.device == "cuda" else "cpu")
-        dist.all_reduce(flag, op=dist.ReduceOp.MIN)  # every rank's shard
-        checks.append(f"{'equal' if flag.item() else 'DIFFER'} (max diff {diff:.1e})")
-    if not rank_zero():
-        return
-    device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU ({os.cpu_count()} cores)"
-    lines = [f"{args.wrapper} x {world} ranks ({'nccl' if args.device == 'cuda' else 'gloo'}), {device}, "
-             f"torch {torch.__version__}, {_describe(args)}, {time.strftime('%Y-%m-%d')}", "",
-             f"| compiler | first step s | median step ms | vs eager | params after {args.check_steps} steps |",
-             "|---|---|---|---|---|"]
-    for (name, r), check in zip(results.items(), checks):
-        if "error" in r:
-            lines.append(f"| {name} | - | - | - | {check} |")
+            rows.append(f"| {name} | - | - | - | failed: {r['error']} |")
             continue
         ratio = f"{eager['median'] / r['median']:.2f}x" if eager else "-"
-        lines.append(f"| {name} | {r['first']:.2f} | {r['median'] * 1e3:.1f} | {ratio} | {check} |")
-    for name, r in results.items():
-        if r.get("trace"):
-            lines.append(f"\noverlap ({name}): {r['trace']}")
+        rows.append(f"| {name} | {r['first']:.2f} | {r['median'] * 1e3:.1f} | {ratio} | {_check(r, eager, args)} |")
+    if not rank_zero():
+        return
+    lines = [f"{args.wrapper} x {world} ranks ({'nccl' if args.device == 'cuda' else 'gloo'}), {_describe(args)}", "",
+             *environment(args.device, command_line("benchmarks.distributed")), "",
+             f"| compiler | first step s | median step ms | vs eager | params after {args.check_steps} steps |",
+             "|---|---|---|---|---|", *rows]
+    lines += [f"\noverlap ({name}): {r['trace']}" for name, r in results.items() if r.get("trace")]
     text = "\n".join(lines)
     print(text, flush=True)
     if os.environ.get("OUT"):
         name = f"distributed_{args.model}_{args.wrapper}_{args.device}_x{world}.md"
+        os.makedirs(os.environ["OUT"], exist_ok=True)
         with open(os.path.join(os.environ["OUT"], name), "w") as f:
             f.write(text + "\n")
 

@@ -89,11 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         backend.dynamic = True  # the counting wrapper passes symbolic graphs on, as the inductor takes them
         return ember.compile(forward, backend=backend)
 
-    names = ("eager", "torch.compile", "ember")
-    setups = [_setup(wrap, args.device, args.tokens) for wrap in (None, torch_compile, ember_compile)]
+    compilers = {"eager": None, "torch.compile": torch_compile, "ember": ember_compile}
+    setups = [_setup(wrap, args.device, args.tokens) for wrap in compilers.values()]
     runs = [generate for generate, _ in setups]
     timings = measure(runs, args.device, rounds=args.rounds, warmup=1, calls=1)
     tokens = [run() for run in runs]
+    same = [torch.equal(out, tokens[0]) for out in tokens]
     eager = timings[0]
     lines = [f"generate() of {args.tokens} new tokens, batch 2, GPT-2 4x256, {args.device}", "",
              *environment(args.device, command_line("benchmarks.generate", argv)),
@@ -103,18 +104,17 @@ def main(argv: list[str] | None = None) -> int:
              "| compiler | graphs | first generate s (compile included) | median generate ms | tokens/s | x eager "
              "| tokens equal eager's |",
              "|---|---|---|---|---|---|---|"]
-    for name, (_, counter), timing, out in zip(names, setups, timings, tokens):
+    for name, (_, counter), timing, equal in zip(compilers, setups, timings, same):
         rate = args.tokens * 2 / (timing.median / 1e3)
-        same = torch.equal(out, tokens[0])
         lines.append(f"| {name} | {counter['graphs'] if name != 'eager' else '-'} | {timing.first_s:.2f} | "
                      f"{timing.median:.1f} | {rate:.0f} | {eager.median / timing.median:.2f}x | "
-                     f"{'yes' if same else 'NO'} |")
+                     f"{'yes' if equal else 'NO'} |")
     text = "\n".join(lines)
     print(text)
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "generate.md"), "w") as f:
             f.write(text + "\n")
-    return 0 if all(torch.equal(out, tokens[0]) for out in tokens) else 1
+    return 0 if all(same) else 1
 
 
 if __name__ == "__main__":

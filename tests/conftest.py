@@ -17,15 +17,6 @@ if not torch.cuda.is_available():
 os.environ.setdefault("EMBER_NATIVE_DIR", native_guards.native_dir())
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _native_guards():
-    """Build the C++ tensor check of guards before the first test compiles, so that every test
-    (and every process a test starts) runs the same guards, instead of switching when a
-    background build finishes part-way through the session."""
-    native_guards.ensure_built()
-    yield
-
-
 @pytest.fixture(autouse=True)
 def _reset_ember():
     import ember
@@ -36,10 +27,11 @@ def _reset_ember():
 
 
 def pytest_configure(config):
-    """Under pytest-xdist the controller builds the C++ guard helper before the workers start, so
-    they load it instead of building it side by side."""
-    if not hasattr(config, "workerinput"):
-        native_guards.ensure_built()
+    """Build the C++ tensor check of guards before the first test compiles, so that every test
+    (and every process a test starts) runs the same guards, instead of switching when a
+    background build finishes part-way through the session. Under pytest-xdist the controller
+    builds it before the workers start, and each worker finds it built."""
+    native_guards.ensure_built()
 
 
 def pytest_collection_finish(session):
