@@ -32,6 +32,11 @@ from typing import Any, Callable
 for _key, _value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
                      ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ.setdefault(_key, _value)
+from ember import native_guards  # noqa: E402
+
+# the C++ guard helper is built once per machine (main() builds it before any rank times a step:
+# built in the background, its compiler took a core from the ranks' first steps), not per fresh cache
+os.environ.setdefault("EMBER_NATIVE_DIR", native_guards.native_dir())
 os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember_bench_distributed_"))
 
 import torch  # noqa: E402
@@ -68,7 +73,7 @@ def _compile(model: torch.nn.Module, name: str) -> Callable:
 def _model(args: argparse.Namespace, device: str) -> torch.nn.Module:
     if args.model == "gpt":
         return GPT(vocab=args.vocab, d=args.dim, heads=args.heads, layers=args.layers, max_seq=args.seq).to(device)
-    return ResNet18(num_classes=10).to(device)
+    return ResNet18(num_classes=10).to(device, torch.float64 if args.float64 else torch.float32)
 
 
 def _batch(rank: int, step: int, args: argparse.Namespace, device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,7 +81,7 @@ def _batch(rank: int, step: int, args: argparse.Namespace, device: str) -> tuple
     g = torch.Generator().manual_seed(1000 * rank + step)
     if args.model == "resnet18":
         images = torch.randn(args.batch, 3, args.image, args.image, generator=g)
-        return images.to(device), torch.randint(0, 10, (args.batch,), generator=g).to(device)
+        return images.to(device, torch.float64 if args.float64 else torch.float32), torch.randint(0, 10, (args.batch,), generator=g).to(device)
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
     return ids.to(device), torch.roll(ids, -1, 1).to(device)
 
@@ -88,7 +93,7 @@ def _sync(device: str) -> None:
 
 
 def _local(t: torch.Tensor) -> torch.Tensor:
-    return (t.to_local() if hasattr(t, "to_local") else t).detach().float().cpu().clone()
+    return (t.to_local() if hasattr(t, "to_local") else t).detach().double().cpu().clone()
 
 
 def _run(name: str, rank: int, args: argparse.Namespace, device: str) -> dict:
@@ -219,7 +224,8 @@ def _report(results: dict, args: argparse.Namespace, world: int) -> None:
 def _describe(args: argparse.Namespace) -> str:
     if args.model == "gpt":
         return f"GPT d={args.dim} layers={args.layers} vocab={args.vocab}, batch {args.batch}x{args.seq} per rank"
-    return f"ResNet-18, batch {args.batch}x3x{args.image}x{args.image} per rank"
+    return (f"ResNet-18{' float64' if args.float64 else ''}, batch {args.batch}x3x{args.image}x{args.image}"
+            " per rank")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,11 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--image", type=int, default=64, help="ResNet-18 image size")
     ap.add_argument("--no-tf32", action="store_true",
                     help="turn TF32 off in cuDNN and cuBLAS (compiled layouts pick other TF32 convolutions)")
+    ap.add_argument("--float64", action="store_true",
+                    help="ResNet-18 in float64: parameters then differ from eager's by rounding alone")
     ap.add_argument("--trace", default=None, help="folder for the profiled ember DDP step's chrome trace")
     args = ap.parse_args(argv)
     cuda = args.device == "cuda"
     args.dim = args.dim or (512 if cuda else 128)
     args.compilers = args.compilers or ",".join(c for c in COMPILERS if cuda or not c.endswith("-ro"))
+    native_guards.ensure_built()
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
         _worker(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args, None)
         return 0
