@@ -100,6 +100,10 @@ def _traces_once_and_records_per_shape() -> tuple[int, int, int]:
 
 
 def test_backend_traces_once_and_records_per_shape_forward_and_backward():
+    pytest.importorskip("ember_aot.symbolic")
+    from ember_aot.symbolic import SYMBOLIC_TRACING
+    if not SYMBOLIC_TRACING:  # failed on the GPU machine's torch 2.11 (2026-11-27), as designed
+        pytest.skip("one symbolic plan needs symbolic tracing (torch 2.13); older torch compiles per shape")
     # In a fresh interpreter: a recording is replayed only once nothing holds the previous call's
     # outputs (the gradient taken over by ``w.grad``), and in a long test process something run
     # earlier has, once, kept one alive, costing a recording more (cause not found; the count is

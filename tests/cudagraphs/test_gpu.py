@@ -8,6 +8,9 @@ from __future__ import annotations
 import copy
 import gc
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -211,3 +214,13 @@ def test_training_step_with_a_cpu_scalar_input_is_recorded(caplog):
         torch.testing.assert_close(q, p, **TOL)
     assert "without CUDA graphs" not in caplog.text
     assert live_graphs() >= before + 2  # the forward and the backward
+
+
+@pytest.mark.parametrize("with_torch_compile", [False, True], ids=["alone", "beside-torch-compile"])
+def test_recorded_matmuls_survive_cleared_cublas_workspaces(with_torch_compile):
+    """The cuBLAS workspace baked into recorded matrix products is never memory of other tensors
+    (in a fresh process: a failure here is an illegal memory access, which ends a process)."""
+    case = os.path.join(os.path.dirname(__file__), "cublas_workspace_case.py")
+    args = [sys.executable, case] + (["--with-torch-compile"] if with_torch_compile else [])
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]

@@ -7,6 +7,14 @@ shapes share one pool, and the wrapper replays them only where that cannot clobb
 still alive (see ``wrapper``). Warm-up and
 capture run on one side stream per device shared by all recorders: cuBLAS keeps a workspace
 per stream for the life of the process, so a stream per recorder would keep one per graph.
+
+That workspace's address is baked into every recorded matrix product, so it must be memory that
+no tensor will get. Before each capture the recorder drops cuBLAS's cached workspaces and has the
+side stream's one allocated again inside a small capture of its own, in a pool kept for the
+process (``_workspace_in_pool``). Had it stayed where the warm-up allocated it, in the ordinary
+allocator, whoever clears the workspaces later (torch.compile's CUDA graph trees do, around each
+of their recordings) would hand its memory to other tensors and a replay would write into them,
+or after ``torch.cuda.empty_cache`` into memory given back to the driver: an illegal access.
 """
 from __future__ import annotations
 
@@ -21,6 +29,8 @@ from .checks import device_reason
 _CAPTURE_LOCK = threading.Lock()  # one capture at a time in the process (a CUDA requirement)
 _SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
 _STREAMS_LOCK = threading.Lock()
+_WORKSPACE_POOLS: dict[torch.device, Any] = {}  # per device: the pool the side stream's cuBLAS workspace lives in
+_WORKSPACE_GRAPHS: list[torch.cuda.CUDAGraph] = []  # the captures that allocated them (they keep the pools)
 
 
 def _device(args: Sequence[Any]) -> torch.device:
@@ -75,6 +85,7 @@ class CudaRecorder:
             stream = self._stream(device)
             stream.wait_stream(torch.cuda.current_stream())
             try:
+                _workspace_in_pool(device, stream)
                 with torch.cuda.stream(stream):
                     graph.capture_begin(pool if pool is not None else torch.cuda.graph_pool_handle(),
                                         capture_error_mode="thread_local")
@@ -92,6 +103,36 @@ class CudaRecorder:
 
     def replay(self, handle: torch.cuda.CUDAGraph, plan: Any, args: Sequence[Any]) -> None:
         handle.replay()
+
+
+def _workspace_in_pool(device: torch.device, stream: torch.cuda.Stream) -> None:
+    """Drop cuBLAS's cached workspaces and allocate the side stream's (cuBLAS and cuBLASLt) again
+    inside a capture into this device's workspace pool, kept for the process (module docstring).
+    The same products run first outside any capture: creating a cuBLAS handle inside one would
+    invalidate it."""
+    a = torch.ones(16, 16, device=device)
+    bias = torch.ones(16, device=device)
+    with torch.cuda.stream(stream):
+        _matrix_products(a, bias)
+    torch._C._cuda_clearCublasWorkspaces()
+    pool = _WORKSPACE_POOLS.get(device)
+    if pool is None:
+        pool = _WORKSPACE_POOLS[device] = torch.cuda.graph_pool_handle()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream):
+        graph.capture_begin(pool, capture_error_mode="thread_local")
+        try:
+            _matrix_products(a, bias)
+        except BaseException:
+            _end_failed(graph)
+            raise
+        graph.capture_end()
+    _WORKSPACE_GRAPHS.append(graph)
+
+
+def _matrix_products(a: torch.Tensor, bias: torch.Tensor) -> None:
+    torch.mm(a, a)
+    torch.nn.functional.linear(a, a, bias)  # the cuBLASLt path (a product with a bias)
 
 
 def _end_failed(graph: torch.cuda.CUDAGraph) -> None:
