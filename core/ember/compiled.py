@@ -30,6 +30,7 @@ from .codegen import make_binder, make_eager_caller, make_runner
 from .ddp_split import compile_by_buckets
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 from .first_call import check_first_call
+from .frame_skip import runs_as_python
 from .shape_guards import add_shape_guards
 from .shapes import PerShapeCache, ShapePolicy, is_dynamic
 from .tracebacks import pass_through, register_resume, shown_as_user_code
@@ -116,6 +117,8 @@ class CompiledFunction:
                 inputs = entry.guard(L)
                 if inputs is not None:
                     return entry.run(L, inputs)
+            if self.parent is not None and not self.entries and runs_as_python(self.fn, L):
+                return self.call_eager(L)  # a resume function torch.compile would not trace (frame_skip)
             if len(self.entries) >= config.cache_size_limit:
                 if not self.limit_warned:
                     self.limit_warned = True

@@ -9,12 +9,6 @@ machine);
 ``EMBER_ZOO=all`` runs every model."""
 from __future__ import annotations
 
-SHORTFALLS: dict[tuple[str, str], str] = {
-    ("deberta-v2", "train"): ("2 graphs / 3 breaks vs torch.compile's 2 / 2, the same graphs: both break twice at the "
-                              "loss's (labels >= 0).nonzero() (at the model's call, then in forward's own frame) and "
-                              "both run loss.backward() eagerly, but torch.compile skips its resume frame unseen (its "
-                              "has_tensor_in_frame finds no tensor in a ModelOutput, a dict subclass), so its count "
-                              "misses that break"),
-}
+SHORTFALLS: dict[tuple[str, str], str] = {}
 
 CI_SHARE: tuple[str, ...] = ("bert", "gpt2", "llama", "t5", "vit")
