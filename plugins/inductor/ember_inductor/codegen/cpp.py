@@ -132,8 +132,8 @@ _BINARY = {
     "bitwise_right_shift": "({0} >> {1})", "copysign": "std::copysign({0}, {1})",
     "hypot": "e_hypot({0}, {1})",
 }
-_RED_INIT = {"sum": "0", "prod": "1", "any": "false", "all": "true"}
-_RED_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "||", "all": "&&"}
+_RED_INIT = {"sum": "0", "prod": "1"}
+_RED_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|", "all": "&"}
 
 
 class Scope:
@@ -313,12 +313,16 @@ class CppKernel:
                 self.red_clauses.append(f"|:{flag}")
                 self.red_post.append(f"if ({flag}) {acc} = std::numeric_limits<{t}>::quiet_NaN();")
             return Reduced(acc, None)
+        if rtype in ("any", "all"):  # an int with | or &: gcc vectorizes no bool reduction (|| and &&)
+            self.red_pre.append(f"int {acc} = {int(rtype == 'all')};")
+            self.scope.lines.append(f"{acc} {_RED_CLAUSE[rtype]}= static_cast<int>(static_cast<bool>({value}));")
+            self.red_clauses.append(f"{_RED_CLAUSE[rtype]}:{acc}")
+            return Reduced(acc, None)
         init = _RED_INIT[rtype]
         if t == "float":
             self.float_accs.add(acc)
         self.red_pre.append(f"{t} {acc} = {init};")
-        op = {"sum": f"{acc} += {value};", "prod": f"{acc} *= {value};",
-              "any": f"{acc} = {acc} || {value};", "all": f"{acc} = {acc} && {value};"}[rtype]
+        op = {"sum": f"{acc} += {value};", "prod": f"{acc} *= {value};"}[rtype]
         self.scope.lines.append(op)
         self.red_clauses.append(f"{_RED_CLAUSE[rtype]}:{acc}")
         return Reduced(acc, None)
@@ -334,7 +338,18 @@ class CppKernel:
         return constant(value, dtype)
 
     def index_expr(self, expr: Any, dtype: torch.dtype) -> str:
-        return self.cse(f"static_cast<{compute_ctype(dtype)}>({self.index(expr)})")
+        simplified = indexing.simplify_index(expr, self.ranges, strict=True)
+        text = f"static_cast<{compute_ctype(dtype)}>({cexpr(simplified)})"
+        if self.scope is self.stage_scope and not set(self.rv) & sympy.sympify(simplified).free_symbols:
+            # the same for the whole row: computed once before the row's loops (gcc moves no
+            # division out of a loop, as it might trap, and x86 divides no vector of int64: the
+            # `x0 % s0` of a causal softmax over a symbolic length ran per element, 10x slower)
+            inner, self.scope = self.scope, self.scope.parent
+            try:
+                return self.cse(text)
+            finally:
+                self.scope = inner
+        return self.cse(text)
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype == torch.float16:
