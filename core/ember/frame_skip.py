@@ -6,7 +6,8 @@ names no global torch module (its ``has_tensor_in_frame``): a frame resumed afte
 holds only a HuggingFace ``ModelOutput`` (a dict subclass) runs untraced, and counts no break.
 ember applies the same rule to its resume functions, looking only at the locals that the code
 reachable from the resume point reads (torch's resume frames receive only those), and only
-where that code loads no global but builtins, no closure variable and has no exception handler:
+where that code loads no global but builtins, no closure variable, imports nothing and has no
+exception handler:
 below a frame that runs as plain Python ember compiles nothing more (it has no frame hook), so a
 resume function that could reach a model or a helper through a global stays compiled.
 """
@@ -40,7 +41,7 @@ def runs_as_python(fn: types.FunctionType, L: dict[str, Any]) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _reachable_reads(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]] | None:
     """(locals, globals) read by the instructions reachable from ``code``'s entry, or None where
-    that code has exception handlers, nested code or reads a closure variable."""
+    that code has exception handlers or nested code, reads a closure variable or imports."""
     if code.co_exceptiontable or any(isinstance(c, types.CodeType) for c in code.co_consts):
         return None
     instructions = list(dis.get_instructions(code))
@@ -57,8 +58,8 @@ def _reachable_reads(code: types.CodeType) -> tuple[frozenset[str], frozenset[st
                 local_names.update(ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
             elif ins.opname == "LOAD_GLOBAL":
                 global_names.add(ins.argval)
-            elif ins.opname in ("LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_CLOSURE"):
-                return None
+            elif ins.opname in ("LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_CLOSURE", "IMPORT_NAME"):
+                return None  # a name from outside the locals (an import may bring torch)
             if ins.opcode in _JUMPS and ins.argval in at:
                 todo.append(at[ins.argval])
             if ins.opname in _ENDS:

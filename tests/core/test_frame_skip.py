@@ -84,3 +84,20 @@ def test_a_resume_that_reaches_a_global_stays_compiled():
         got = ember.compile(step_through_a_global, backend=backend)(model, **batch)
     torch.testing.assert_close(got, step_through_a_global(model, **batch))
     assert any("mul" in backend.ops(i) for i in range(backend.count)), [backend.ops(i) for i in range(backend.count)]
+
+
+def test_the_rule_reads_only_live_locals_and_refuses_what_reaches_outside():
+    from ember.frame_skip import runs_as_python
+
+    def plain(out, unused):
+        return out["loss"]
+
+    def imports(out):
+        import torch as t
+        return t.ones(1) + out["loss"]
+
+    output = SequenceClassifierOutput(loss=torch.ones(()))
+    assert runs_as_python(plain, {"out": output, "unused": torch.nn.Linear(1, 1)})  # not read: dead
+    assert not runs_as_python(plain, {"out": {"loss": torch.ones(())}, "unused": None})  # a dict of tensors
+    assert not runs_as_python(imports, {"out": output})
+    assert not runs_as_python(step_through_a_global, {"model": None})
