@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU-machine session (device tool): install ember there, run the `gpu` tests and the GPU
 # benchmarks, and leave every log under $OUT. The machine has no network: carry `.whl` holding
-# the wheels of `bytecode` and `tabulate` (see the device tool's README).
+# the wheels of `bytecode`, `tabulate` and `expecttest` (torch's OpInfo database imports it; see
+# the device tool's README).
 #
 #   bash benchmarks/gpu_session.sh tests      # pytest -m gpu (inductor on CUDA, cudagraphs)
 #   bash benchmarks/gpu_session.sh bench      # benchmarks.run --device cuda (eager / ember / torch.compile)
