@@ -5,11 +5,11 @@ tuples, dicts and namedtuples of exactly those types, not inside other objects) 
 names no global torch module (its ``has_tensor_in_frame``): a frame resumed after a break that
 holds only a HuggingFace ``ModelOutput`` (a dict subclass) runs untraced, and counts no break.
 ember applies the same rule to its resume functions, looking only at the locals that the code
-reachable from the resume point reads (torch's resume frames receive only those), and only
-where that code loads no global but builtins, no closure variable, imports nothing and has no
-exception handler:
-below a frame that runs as plain Python ember compiles nothing more (it has no frame hook), so a
-resume function that could reach a model or a helper through a global stays compiled.
+reachable from the resume point reads (torch's resume frames receive only those), and only where
+those locals are plain data (no function, no object but containers) and that code loads no global
+but builtins, no closure variable, imports nothing and has no exception handler: below a frame
+that runs as plain Python ember compiles nothing more (it has no frame hook), so a resume
+function that could reach a model or a helper stays compiled.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import torch
 _ENDS = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE", "JUMP",
          "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 _JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+_UNSAFE_BUILTINS = {"__import__", "eval", "exec", "compile", "globals", "__build_class__"}
 
 
 def runs_as_python(fn: types.FunctionType, L: dict[str, Any]) -> bool:
@@ -33,9 +34,25 @@ def runs_as_python(fn: types.FunctionType, L: dict[str, Any]) -> bool:
     if reach is None:
         return False
     local_names, global_names = reach
-    if any(n in fn.__globals__ or not hasattr(builtins, n) for n in global_names):
+    if any(n in fn.__globals__ or not hasattr(builtins, n) or n in _UNSAFE_BUILTINS for n in global_names):
         return False
-    return not any(_holds_tensor(L[n]) for n in local_names if n in L)
+    values = [L[n] for n in local_names if n in L]
+    return not any(map(_holds_tensor, values)) and all(map(_plain, values))
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Data, not code: scalars, strings, tensors, and lists, tuples and dicts of them (their
+    subclasses too, as a ``ModelOutput``). A function or any other object could lead to code that
+    ember would have compiled (a model in an attribute, a helper on the stack)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, torch.Tensor)):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_plain(v, depth + 1) for v in list(value.values()))
+    return False
 
 
 @functools.lru_cache(maxsize=1024)

@@ -101,3 +101,24 @@ def test_the_rule_reads_only_live_locals_and_refuses_what_reaches_outside():
     assert not runs_as_python(plain, {"out": {"loss": torch.ones(())}, "unused": None})  # a dict of tensors
     assert not runs_as_python(imports, {"out": output})
     assert not runs_as_python(step_through_a_global, {"model": None})
+
+
+def test_a_resume_holding_a_function_or_an_object_stays_compiled():
+    """Values the break left on the stack or in locals that lead to code: a helper function, an
+    object whose method runs a model (found by review: both ran the model eagerly)."""
+    from ember.frame_skip import runs_as_python
+
+    class Holder:
+        def go(self):
+            return 1
+
+    def call_it(f, out):
+        return f(out)
+
+    def method(h):
+        return h.go()
+
+    output = SequenceClassifierOutput(loss=torch.ones(()))
+    assert not runs_as_python(call_it, {"f": finish, "out": output})
+    assert not runs_as_python(method, {"h": Holder()})
+    assert runs_as_python(lambda out: out["loss"], {"out": output})

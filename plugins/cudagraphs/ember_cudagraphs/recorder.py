@@ -29,8 +29,9 @@ from .checks import device_reason
 _CAPTURE_LOCK = threading.Lock()  # one capture at a time in the process (a CUDA requirement)
 _SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
 _STREAMS_LOCK = threading.Lock()
-_WORKSPACE_POOLS: dict[torch.device, Any] = {}  # per device: the pool the side stream's cuBLAS workspace lives in
-_WORKSPACE_GRAPHS: list[torch.cuda.CUDAGraph] = []  # the captures that allocated them (they keep the pools)
+# per device: the pool the side stream's cuBLAS workspace lives in, and the latest capture that
+# allocated one there (it keeps the pool, and so every earlier workspace, alive)
+_WORKSPACE_POOLS: dict[torch.device, tuple[Any, torch.cuda.CUDAGraph]] = {}
 
 
 def _device(args: Sequence[Any]) -> torch.device:
@@ -115,9 +116,8 @@ def _workspace_in_pool(device: torch.device, stream: torch.cuda.Stream) -> None:
     with torch.cuda.stream(stream):
         _matrix_products(a, bias)
     torch._C._cuda_clearCublasWorkspaces()
-    pool = _WORKSPACE_POOLS.get(device)
-    if pool is None:
-        pool = _WORKSPACE_POOLS[device] = torch.cuda.graph_pool_handle()
+    held = _WORKSPACE_POOLS.get(device)
+    pool = held[0] if held is not None else torch.cuda.graph_pool_handle()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(stream):
         graph.capture_begin(pool, capture_error_mode="thread_local")
@@ -127,7 +127,7 @@ def _workspace_in_pool(device: torch.device, stream: torch.cuda.Stream) -> None:
             _end_failed(graph)
             raise
         graph.capture_end()
-    _WORKSPACE_GRAPHS.append(graph)
+    _WORKSPACE_POOLS[device] = (pool, graph)  # a pool is kept only once a capture holds it
 
 
 def _matrix_products(a: torch.Tensor, bias: torch.Tensor) -> None:

@@ -340,7 +340,8 @@ class CppKernel:
     def index_expr(self, expr: Any, dtype: torch.dtype) -> str:
         simplified = indexing.simplify_index(expr, self.ranges, strict=True)
         text = f"static_cast<{compute_ctype(dtype)}>({cexpr(simplified)})"
-        if self.scope is self.stage_scope and not set(self.rv) & sympy.sympify(simplified).free_symbols:
+        names = {str(v) for v in sympy.sympify(simplified).free_symbols}
+        if self.scope is self.stage_scope and names <= {str(v) for v in self.xv} | self.size_symbols:
             # the same for the whole row: computed once before the row's loops (gcc moves no
             # division out of a loop, as it might trap, and x86 divides no vector of int64: the
             # `x0 % s0` of a causal softmax over a symbolic length ran per element, 10x slower)

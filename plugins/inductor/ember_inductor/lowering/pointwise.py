@@ -80,23 +80,26 @@ for _target, _n, _kind in [
 ]:
     _register_simple([_target], _n, _kind)
 
-# aten's own fast cases of a floating tensor to a constant power, with its arithmetic (the same
-# bits as eager): vector pow is an order of magnitude slower than a multiplication (HF's GELU
-# takes x ** 3.0 in every GPT-2-style MLP)
+# aten's own fast cases of a floating tensor to a constant power, with its arithmetic (for float32
+# and float64 the same values as eager): vector pow is an order of magnitude slower than a
+# multiplication (HF's GELU takes x ** 3.0 in every GPT-2-style MLP). Square roots only in
+# float32 and float64: eager's CPU float16 takes std::pow there, which differs on -0.0 and -inf.
 _POW_CASES: dict[float, Callable] = {
     2.0: lambda x: ops.mul(x, x),
     3.0: lambda x: ops.mul(ops.mul(x, x), x),
     -2.0: lambda x: ops.reciprocal(ops.mul(x, x)),
+    -1.0: lambda x: ops.reciprocal(x),
     0.5: lambda x: ops.sqrt(x),
     -0.5: lambda x: ops.rsqrt(x),
-    -1.0: lambda x: ops.reciprocal(x),
 }
+_ROOTS = (0.5, -0.5)
 
 
 @register(aten.pow.Tensor_Scalar)
 def _pow_scalar(a: Any, b: Any) -> ir.Pointwise:
     if is_ir(a) and a.get_dtype().is_floating_point and isinstance(b, (int, float)) \
-            and not isinstance(b, bool) and float(b) in _POW_CASES:
+            and not isinstance(b, bool) and float(b) in _POW_CASES \
+            and (float(b) not in _ROOTS or a.get_dtype() in (torch.float32, torch.float64)):
         return pointwise(_POW_CASES[float(b)], [a], Kind.DEFAULT)
     return pointwise(_op("pow"), [a, b], Kind.BOOL_TO_LONG)
 
