@@ -205,3 +205,19 @@ def _row_loop_lines(source: str) -> list[str]:
             if depth > 0:
                 out.append(line)
     return out
+
+
+def test_an_indirect_index_inside_a_row_is_not_moved_out_of_it() -> None:
+    """A gather from a ``cat``, summed over the row: the cat's bounds test reads the gathered
+    index, declared inside the row loop, so it stays there (review: hoisted, it failed to compile)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from ember_inductor.compile_fx import compile_aten_graph
+    from ember_inductor.decompositions import decompositions
+
+    def gather_from_cat(a: torch.Tensor, b: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        return torch.cat([a, b])[idx].sum(-1)
+
+    inputs = [torch.randn(5), torch.randn(7), torch.randint(0, 12, (4, 30))]
+    compiled = compile_aten_graph(make_fx(gather_from_cat, decomposition_table=decompositions())(*inputs), inputs)
+    assert_same(compiled(*inputs), gather_from_cat(*inputs))
