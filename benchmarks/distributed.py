@@ -73,7 +73,11 @@ def _compile(model: torch.nn.Module, name: str) -> Callable:
 def _model(args: argparse.Namespace, device: str) -> torch.nn.Module:
     if args.model == "gpt":
         return GPT(vocab=args.vocab, d=args.dim, heads=args.heads, layers=args.layers, max_seq=args.seq).to(device)
-    return ResNet18(num_classes=10).to(device, torch.float64 if args.float64 else torch.float32)
+    return ResNet18(num_classes=10).to(device, _image_dtype(args))
+
+
+def _image_dtype(args: argparse.Namespace) -> torch.dtype:
+    return torch.float64 if args.float64 else torch.float32
 
 
 def _batch(rank: int, step: int, args: argparse.Namespace, device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,7 +85,7 @@ def _batch(rank: int, step: int, args: argparse.Namespace, device: str) -> tuple
     g = torch.Generator().manual_seed(1000 * rank + step)
     if args.model == "resnet18":
         images = torch.randn(args.batch, 3, args.image, args.image, generator=g)
-        return images.to(device, torch.float64 if args.float64 else torch.float32), torch.randint(0, 10, (args.batch,), generator=g).to(device)
+        return images.to(device, _image_dtype(args)), torch.randint(0, 10, (args.batch,), generator=g).to(device)
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
     return ids.to(device), torch.roll(ids, -1, 1).to(device)
 

@@ -178,6 +178,7 @@ class CppKernel:
         self.xv = indexing.make_vars("x", len(self.plan.outer))
         self.rv = indexing.make_vars("r", len(self.plan.r))
         self.ranges = dict(zip(self.xv, self.plan.outer)) | dict(zip(self.rv, self.plan.r))
+        self.row_invariant = {str(v) for v in self.xv} | self.size_symbols  # names an index may read outside a row
         self.scope = Scope(None)
         self.locals: list[dict] = [{}]  # stack parallel to scopes: (name, index) -> value
         self.red_pre: list[str] = []
@@ -340,17 +341,17 @@ class CppKernel:
     def index_expr(self, expr: Any, dtype: torch.dtype) -> str:
         simplified = indexing.simplify_index(expr, self.ranges, strict=True)
         text = f"static_cast<{compute_ctype(dtype)}>({cexpr(simplified)})"
-        names = {str(v) for v in sympy.sympify(simplified).free_symbols}
-        if self.scope is self.stage_scope and names <= {str(v) for v in self.xv} | self.size_symbols:
-            # the same for the whole row: computed once before the row's loops (gcc moves no
-            # division out of a loop, as it might trap, and x86 divides no vector of int64: the
-            # `x0 % s0` of a causal softmax over a symbolic length ran per element, 10x slower)
-            inner, self.scope = self.scope, self.scope.parent
-            try:
-                return self.cse(text)
-            finally:
-                self.scope = inner
-        return self.cse(text)
+        if self.scope is not self.stage_scope or \
+                not {str(v) for v in sympy.sympify(simplified).free_symbols} <= self.row_invariant:
+            return self.cse(text)
+        # the same for the whole row: computed once before the row's loops (gcc moves no division
+        # out of a loop, as it might trap, and x86 divides no vector of int64: the `x0 % s0` of a
+        # causal softmax over a symbolic length ran per element, 10x slower)
+        inner, self.scope = self.scope, self.scope.parent
+        try:
+            return self.cse(text)
+        finally:
+            self.scope = inner
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype == torch.float16:
