@@ -145,6 +145,14 @@ def hint(expr: Any) -> int:
     return int(out)
 
 
+def hint_named(name: str) -> int | None:
+    """The example's value of the size symbol called ``name`` (None if there is none)."""
+    for sym, value in (getattr(_hints, "values", None) or {}).items():
+        if sym.name == name:
+            return int(value)
+    return None
+
+
 def guard_at_most(expr: Any, bound: int) -> bool:
     """Is ``expr <= bound``, decided on the example and guarded in the ShapeEnv (the capture's
     guards then admit only sizes for which the answer holds, contract item 7)? False when it

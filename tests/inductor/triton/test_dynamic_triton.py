@@ -47,3 +47,57 @@ def test_reductions_with_symbolic_lengths() -> None:
     assert re.search(r"rnumel = s\d+", compiled.source)
     assert "for roffset in range(0, rnumel, RBLOCK)" in compiled.source  # looped: any length
     assert run_sizes(compiled, _reductions, [(torch.randn(b, t),) for b, t in SIZES]) == 0
+
+
+def test_symbolic_row_length_runs_whole_rows_where_they_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reduction over a symbolic length whose example fits in registers gets both forms in one
+    function: rows up to the example's power of two are reduced whole (one read of the input),
+    longer ones by the looped form; each size bucket picks among the configurations valid for it."""
+    from ember_inductor.codegen.triton_runtime import TritonLauncher
+
+    def softmax(x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, -1)
+
+    _, compiled = compile_symbolic(softmax, torch.randn(4, 100))
+    assert "if PERSISTENT:" in compiled.source
+    assert "for roffset in range(0, rnumel, RBLOCK)" in compiled.source  # the looped form too
+    forms: list[int] = []
+    fitting = TritonLauncher._fitting
+
+    def spy(self: TritonLauncher, bucket: tuple) -> list[int]:
+        out = fitting(self, bucket)
+        forms.append(self.configs[out[0]].kwargs()["PERSISTENT"])
+        return out
+    monkeypatch.setattr(TritonLauncher, "_fitting", spy)
+    sizes = [(4, 100), (3, 128), (5, 7), (2, 129), (3, 1000)]
+    cases = [(torch.randn(b, t).masked_fill(torch.rand(b, t) < 0.2, float("-inf")),) for b, t in sizes]
+    assert run_sizes(compiled, softmax, cases) == 0
+    assert forms == [1, 1, 1, 0, 0]  # up to 128 (the example's 100 rounded up) whole, then looped
+
+
+def test_sizes_that_were_multiples_of_16_are_assumed_so_only_where_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sizes that were multiples of 16 in the example are compiled as such (Triton vectorizes
+    loads along them, as its own launcher specialises); a call whose sizes are not gets a
+    configuration compiled without the assumption."""
+    from ember_inductor.codegen.triton_runtime import TritonLauncher
+
+    def fn(x: torch.Tensor) -> tuple:
+        return torch.softmax(x, -1), torch.sigmoid(x) * 2
+
+    _, compiled = compile_symbolic(fn, torch.randn(32, 64))
+    launchers = [ln for _, _, ln in compiled._keepalive.kernels.values()]
+    assert launchers and all(ln.divisible for ln in launchers)
+    for ln in launchers:  # compiled both ways: assuming multiples of 16, and not
+        assert any(c.divisible for c in ln.configs) and any(not c.divisible for c in ln.configs)
+    assumed: list[bool] = []
+    fitting = TritonLauncher._fitting
+
+    def spy(self: TritonLauncher, bucket: tuple) -> list[int]:
+        out = fitting(self, bucket)
+        assumed.append(bool(self.configs[out[0]].divisible))
+        return out
+    monkeypatch.setattr(TritonLauncher, "_fitting", spy)
+    cases = [(torch.randn(b, t),) for b, t in [(32, 64), (16, 48), (5, 64), (32, 7)]]
+    assert run_sizes(compiled, fn, cases) == 0
+    per_call = [assumed[k:k + len(launchers)] for k in range(0, len(assumed), len(launchers))]
+    assert per_call == [[True] * len(launchers)] * 2 + [[False] * len(launchers)] * 2

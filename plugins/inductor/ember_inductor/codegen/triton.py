@@ -10,8 +10,11 @@ when every offset fits, int64 otherwise. Half and bfloat16 values are computed i
 
 Symbolic sizes are kernel arguments (``s0: i64``): ``xnumel``/``rnumel`` and the indices are
 expressions of them, the grid is computed from them at each launch (``grid`` gives Python
-source then), a reduction over a symbolic length is looped, block sizes are not capped by the
-example's size, and 32-bit indices are used only under a guard that the extent fits.
+source then), block sizes are not capped by the example's size, and 32-bit indices are used only
+under a guard that the extent fits. A reduction over a symbolic length is looped, and where the
+example's rows fit in registers it is also generated persistent in the same function (``dual``:
+the constexpr ``PERSISTENT`` picks the form; the launcher takes the persistent one for rows up to
+the example's length rounded up to a power of two, as the specialised kernel would be).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from .. import indexing
 from ..bounds import IndexBound
 from ..indexing import FloorDiv, ModularIndexing, TrueDiv
 from ..scheduler import FusedGroup, KernelPlan
-from ..symbolic import guard_at_most, hint, pyexpr
+from ..symbolic import guard_at_most, hint, hint_named, pyexpr
 from ..virtualized import set_handler
 
 #: Largest offset for 32-bit index arithmetic (tests lower it to exercise the int64 path).
@@ -133,6 +136,8 @@ class LaunchConfig:
     meta: tuple  # ((name, value), ...) of the block-size constexprs
     num_warps: int
     num_stages: int = 1
+    rmax: int = 0  # > 0: valid only for rows of at most this many elements (a persistent variant)
+    divisible: tuple[int, ...] = ()  # signature positions of sizes assumed multiples of 16
 
     def kwargs(self) -> dict:
         return dict(self.meta)
@@ -162,8 +167,9 @@ class TritonKernel:
     """Generates the Triton function of one fused group, with its launch configurations."""
 
     def __init__(self, name: str, group: FusedGroup, stored: set[str], buffers: dict[str, Any],
-                 size_symbols: Any = ()) -> None:
-        """``size_symbols``: names of the size symbols the wrapper can pass."""
+                 size_symbols: Any = (), persistent: bool | None = None) -> None:
+        """``size_symbols``: names of the size symbols the wrapper can pass; ``persistent``
+        forces the persistent form (the twin of a dual kernel, see ``dual``)."""
         self.name = name
         self.size_symbols = set(size_symbols)
         self.size_params: list[str] = []  # those this kernel reads, in parameter order
@@ -179,10 +185,17 @@ class TritonKernel:
         self.numel = indexing.numel(self.plan.outer)
         self.rnumel = indexing.numel(self.plan.r)
         self.is_reduction = any(n.is_reduction for n in group.nodes)
-        self.persistent = self.is_reduction and not self.rnumel.free_symbols and _pow2(self.rnumel) <= PERSISTENT_MAX
+        static_r = not self.rnumel.free_symbols
+        # a symbolic row length whose example fits in registers: both forms in one function,
+        # chosen per launch by the constexpr PERSISTENT (the persistent one where the row fits)
+        self.dual = (persistent is None and self.is_reduction and not static_r
+                     and _pow2(hint(self.rnumel)) <= PERSISTENT_MAX)
+        self.persistent = self.is_reduction and (
+            persistent if persistent is not None else static_r and _pow2(self.rnumel) <= PERSISTENT_MAX)
         self.tiled = not self.is_reduction and self._wants_2d()
         self.int64 = self._needs_int64()
-        self.has_rmask = self.is_reduction and not (self.persistent and _pow2(self.rnumel) == self.rnumel)
+        self.has_rmask = self.is_reduction and not (
+            self.persistent and static_r and _pow2(self.rnumel) == self.rnumel)
         self.scope = Scope(None)
         self.locals: list[dict] = [{}]
         self.masks: list[str] = []
@@ -251,10 +264,32 @@ class TritonKernel:
         twice the warps (0.8%).
 
         With symbolic sizes, the configurations for the example's sizes come first (the default,
-        and the interpreter's), then those for any size: each size bucket autotunes among all."""
+        and the interpreter's), then those for any size: each size bucket autotunes among all.
+        A dual kernel's persistent configurations (``PERSISTENT=1``, ``RBLOCK`` the example's row
+        length rounded up) come first, valid for rows up to that ``RBLOCK`` (``rmax``); its
+        looped ones (``PERSISTENT=0``) serve every length."""
         symbolic = bool(self.numel.free_symbols or self.rnumel.free_symbols)
-        out = self._configs(lambda n: _pow2(hint(n))) if symbolic else []
-        return list(dict.fromkeys(out + self._configs(_cap)))
+        by_hint = lambda n: _pow2(hint(n))  # noqa: E731
+        out = list(dict.fromkeys((self._configs(by_hint) if symbolic else []) + self._configs(_cap)))
+        if self.dual:
+            rb = _pow2(hint(self.rnumel))
+            persistent = [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 1),), rmax=rb)
+                          for c in self._persistent_configs(rb, by_hint(self.numel))]
+            out = persistent + [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 0),)) for c in out]
+        return self._divisible_first(out)
+
+    def _divisible_first(self, configs: list[LaunchConfig]) -> list[LaunchConfig]:
+        """Where the example's sizes are multiples of 16: ``configs`` compiled assuming the same
+        of every call (Triton then vectorizes loads along them; the launcher checks it per size
+        bucket), followed by the first configuration of each form without the assumption, for
+        calls whose sizes are not. Call after ``generate`` (which fixes the size parameters)."""
+        first = len(self.params)
+        divisible = tuple(first + k for k, name in enumerate(self.size_params)
+                          if (hint_named(name) or 1) % 16 == 0)
+        if not divisible:
+            return configs
+        generic = list({dict(c.meta).get("PERSISTENT"): c for c in reversed(configs)}.values())[::-1]
+        return [dataclasses.replace(c, divisible=divisible) for c in configs] + generic
 
     def _configs(self, cap: Any) -> list[LaunchConfig]:
         """The configurations, block sizes capped by ``cap(extent)``."""
@@ -269,18 +304,28 @@ class TritonKernel:
                 xb = min(xb, n)
                 out.append(LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128))))
         elif self.persistent:
-            rb, n = _pow2(self.rnumel), cap(self.numel)
-            for xb in (1, 2, 4, 8, 16, 32, 64):
-                xb = min(xb, n)
-                if xb * rb > 8192 or (xb * rb < 256 and xb < n):
-                    continue
-                out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), max(1, min(16, xb * rb // 256))))
-            out = out or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
+            out = self._persistent_configs(_pow2(self.rnumel), cap(self.numel))
         else:
             rb, n = cap(self.rnumel), cap(self.numel)
             for xb, r, w in [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)]:
                 out.append(LaunchConfig((("XBLOCK", min(xb, n)), ("RBLOCK", min(r, rb))), w, 2))
         return out
+
+    @staticmethod
+    def _persistent_configs(rb: int, n: int) -> list[LaunchConfig]:
+        """Whole rows of ``RBLOCK = rb`` in registers, ``XBLOCK`` rows (at most ``n``) a program."""
+        out: list[LaunchConfig] = []
+        for xb in (1, 2, 4, 8, 16, 32, 64):
+            xb = min(xb, n)
+            if xb * rb > 8192 or (xb * rb < 256 and xb < n):
+                continue
+            out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), max(1, min(16, xb * rb // 256))))
+        return list(dict.fromkeys(out)) or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
+
+    def row_length(self) -> str:
+        """A dual kernel's row length as Python source over the size symbols ("" otherwise): the
+        launcher picks a persistent configuration only for rows it holds (``rmax``)."""
+        return pyexpr(self.rnumel) if self.dual else ""
 
     def grid(self, cfg: LaunchConfig) -> tuple:
         """The launch grid: ints, or Python source over the size symbols where symbolic."""
@@ -653,6 +698,25 @@ class TritonKernel:
 
     def generate(self) -> str:
         """The kernel's ``@triton.jit`` function (to be appended to the prelude)."""
+        body = self._body()
+        if self.dual:  # the persistent twin under ``if PERSISTENT:``, sharing the parameters
+            twin = TritonKernel(self.name, self.group, self.stored, self.buffers, self.size_symbols,
+                                persistent=True)
+            twin.params = dict(self.params)
+            persistent = twin._body()
+            shared = len(self._header())
+            if twin.params != self.params or persistent[:shared] != body[:shared]:
+                raise AssertionError(f"the persistent twin of {self.name} reads other parameters")
+            indent = lambda lines: [f"    {l}" for l in lines]  # noqa: E731
+            body = body[:shared] + ["if PERSISTENT:"] + indent(persistent[shared:]) + ["else:"] + \
+                indent(body[shared:])
+        meta = [name for name, _ in self.configs()[0].meta]
+        self.size_params = sorted(self.size_symbols & set(_IDENT.findall("\n".join(body))))
+        args = [self.params[n] for n in self.params] + self.size_params + [f"{m}: tl.constexpr" for m in meta]
+        return "\n".join(["@triton.jit", f"def {self.name}({', '.join(args)}):"] + [f"    {l}" for l in body]) + "\n"
+
+    def _body(self) -> list[str]:
+        """The function's statements: the header, then the fused nodes' code."""
         with set_handler(self):
             if not self.is_reduction:
                 self._run_nodes(self.plan.stages[0][1])
@@ -666,11 +730,7 @@ class TritonKernel:
                     else:
                         self._looped_stage(placements, barrier=looped > 0 and bool(reread))
                         looped += 1
-        meta = [name for name, _ in self.configs()[0].meta]
-        body = self._header() + self.scope.lines
-        self.size_params = sorted(self.size_symbols & set(_IDENT.findall("\n".join(body))))
-        args = [self.params[n] for n in self.params] + self.size_params + [f"{m}: tl.constexpr" for m in meta]
-        return "\n".join(["@triton.jit", f"def {self.name}({', '.join(args)}):"] + [f"    {l}" for l in body]) + "\n"
+        return self._header() + self.scope.lines
 
     def signature(self) -> dict[str, str]:
         """Argument types for ``triton.compile`` (pointers, then sizes; block sizes are constexprs)."""

@@ -30,6 +30,7 @@ class LauncherSpec:
     configs: list[LaunchConfig]
     grids: list[tuple]        # per configuration: ints, or Python source over the size symbols
     aligned: list[bool]       # parameters known to be 16-byte aligned
+    row_length: str = ""      # a dual kernel's row length over the size symbols (TritonKernel.row_length)
     binary_hashes: dict[int, str] = dataclasses.field(default_factory=dict)  # Triton cache entries of
     hash_context: str = ""    # compiled configurations, and what they were compiled for
 
@@ -59,7 +60,7 @@ class TritonBackend:
             aligned += [True] * len(k.size_params)  # ints: nothing to check
             params = list(k.params) + [size_param(name) for name in k.size_params]
             specs[id(g)] = LauncherSpec(f"triton_k{n}", params, key, k.name, k.signature(), configs,
-                                        [k.grid(c) for c in configs], aligned)
+                                        [k.grid(c) for c in configs], aligned, k.row_length())
         source = "\n\n".join(f"# kernel triton_k{n}\n{src}" for n, (_, _, src) in enumerate(generated))
         meta = {gid: (s.name, s.params) for gid, s in specs.items()}
         return PreparedKernels(source, meta, True, lambda: self._load(source, specs))
@@ -73,7 +74,8 @@ class TritonBackend:
         """Launchers for ``specs`` (kernel sources in the cache), all compiled."""
         kernels: dict[Any, tuple[str, list[str], Callable]] = {}
         for gid, s in specs.items():
-            launcher = TritonLauncher(s.key, s.fn_name, s.signature, s.configs, s.grids, s.aligned)
+            launcher = TritonLauncher(s.key, s.fn_name, s.signature, s.configs, s.grids, s.aligned,
+                                      s.row_length)
             launcher.binary_hashes, launcher.hash_context = s.binary_hashes, s.hash_context
             kernels[gid] = (s.name, s.params, launcher)
         compile_all([launcher for _, _, launcher in kernels.values()])

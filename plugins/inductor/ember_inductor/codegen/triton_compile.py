@@ -48,6 +48,7 @@ class Job:
     num_stages: int
     target: Any                # triton.backends.compiler.GPUTarget
     launcher: bool = False     # also build Triton's C launcher for this signature
+    divisible: tuple[int, ...] = ()  # positions of int arguments assumed multiples of 16
 
 
 #: A worker's answer to one job: the binary's hash in Triton's cache, or why there is none.
@@ -82,26 +83,28 @@ def import_kernel(path: str, fn_name: str) -> Any:
     return getattr(module, fn_name)
 
 
-def _source(fn: Any, signature: dict[str, str], constexprs: dict[str, int]) -> Any:
+def _source(fn: Any, signature: dict[str, str], constexprs: dict[str, int], divisible: Sequence[int] = ()) -> Any:
     from triton.compiler import ASTSource
-    pointers = [i for i, t in enumerate(signature.values()) if t.startswith("*")]
-    attrs = {(i,): [["tt.divisibility", 16]] for i in pointers}
+    known = [i for i, t in enumerate(signature.values()) if t.startswith("*")] + list(divisible)
+    attrs = {(i,): [["tt.divisibility", 16]] for i in known}
     return ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
 
 
 def compile_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, int], num_warps: int,
-                   num_stages: int, target: Any) -> Any:
-    """``triton.compile`` of one launch configuration, pointers assumed 16-byte aligned; a kernel
+                   num_stages: int, target: Any, divisible: Sequence[int] = ()) -> Any:
+    """``triton.compile`` of one launch configuration, pointers assumed 16-byte aligned and the
+    int arguments at ``divisible`` multiples of 16 (so that loads along them vectorize, as
+    Triton's own launcher specialises); a kernel
     that checks indirect indices with ``tl.device_assert`` is built with Triton's ``debug``,
     without which its asserts are dropped (as torch's inductor does)."""
     import triton
-    return triton.compile(_source(fn, signature, constexprs), target=target,
+    return triton.compile(_source(fn, signature, constexprs, divisible), target=target,
                           options={"num_warps": num_warps, "num_stages": num_stages,
                                    "debug": "tl.device_assert(" in fn.src})
 
 
 def load_compiled(fn: Any, signature: dict[str, str], constexprs: dict[str, int], binary_hash: str,
-                  binary_ext: str) -> Any:
+                  binary_ext: str, divisible: Sequence[int] = ()) -> Any:
     """The binary an earlier ``compile_kernel`` stored in Triton's cache under ``binary_hash``,
     read without computing its key again (the key needs a hash of Triton's own sources: about
     0.8 s, once per process); None when the cache no longer holds it. ``fn`` is the jit function
@@ -109,7 +112,7 @@ def load_compiled(fn: Any, signature: dict[str, str], constexprs: dict[str, int]
     intermediate IRs stored beside them."""
     from triton.compiler.compiler import CompiledKernel
     from triton.runtime.cache import get_cache_manager
-    src = _source(fn, signature, constexprs)
+    src = _source(fn, signature, constexprs, divisible)
     group = get_cache_manager(binary_hash).get_group(f"{src.name[:150]}.json")
     if not group:
         return None
@@ -260,7 +263,7 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             return
         try:
             binary = compile_kernel(import_kernel(job.path, job.fn_name), job.signature, job.constexprs,
-                                    job.num_warps, job.num_stages, job.target)
+                                    job.num_warps, job.num_stages, job.target, job.divisible)
             if job.launcher and job.target.backend == "cuda":
                 build_launcher(binary)
             result: Result = (binary.hash, None)

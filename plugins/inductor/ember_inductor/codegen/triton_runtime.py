@@ -17,7 +17,11 @@ interpreter with their first configuration.
 
 A kernel with symbolic sizes takes them as ``i64`` arguments; its grid is computed from them at
 each launch, and it is autotuned once per size bucket (the next powers of two of its sizes),
-without storing the choice (it depends on the sizes).
+without storing the choice (it depends on the sizes). Where the example's sizes were multiples
+of 16, its configurations are compiled assuming so (``LaunchConfig.divisible``: loads along
+them vectorize), with a generic fallback for calls whose sizes are not. A dual reduction (persistent and looped
+forms in one function) adds its row length's bucket to the key, and a persistent configuration
+competes only in buckets whose rows it holds whole (``LaunchConfig.rmax``).
 """
 from __future__ import annotations
 
@@ -90,15 +94,16 @@ def kernel_path(key: str) -> str:
 
 
 def compile_config(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any) -> Any:
-    """``triton.compile`` of one configuration, pointers assumed 16-byte aligned."""
-    return compile_kernel(fn, signature, cfg.kwargs(), cfg.num_warps, cfg.num_stages, target)
+    """``triton.compile`` of one configuration, pointers assumed 16-byte aligned (and the sizes
+    at ``cfg.divisible`` multiples of 16)."""
+    return compile_kernel(fn, signature, cfg.kwargs(), cfg.num_warps, cfg.num_stages, target, cfg.divisible)
 
 
 class TritonLauncher:
     """Callable running one generated kernel on tensors (positional, in parameter order)."""
 
     def __init__(self, key: str, fn_name: str, signature: dict[str, str], configs: list[LaunchConfig],
-                 grids: list[tuple], unaligned_ok: Sequence[bool]) -> None:
+                 grids: list[tuple], unaligned_ok: Sequence[bool], row_length: str = "") -> None:
         self.key = key
         self.fn_name = fn_name
         self.ref = KernelRef(fn_name, list(signature))
@@ -106,7 +111,11 @@ class TritonLauncher:
         self.configs = configs
         self.grids = grids
         self.size_pos = tuple(i for i, t in enumerate(signature.values()) if t == "i64")
-        self.grid_fns = [_grid_fn(g, [name for name, t in signature.items() if t == "i64"]) for g in grids]
+        sizes = [name for name, t in signature.items() if t == "i64"]
+        self.grid_fns = [_grid_fn(g, sizes) for g in grids]
+        self.row_fn = _sizes_fn(row_length, sizes) if row_length else None
+        # sizes some configurations assume multiples of 16 (LaunchConfig.divisible)
+        self.divisible = next((c.divisible for c in configs if c.divisible), ())
         self.buckets: dict[tuple, Callable] = {}  # symbolic sizes: launch per size bucket
         self.check = tuple(i for i, ok in enumerate(unaligned_ok) if not ok)
         self.binaries: dict[int, Any] = {}
@@ -166,27 +175,43 @@ class TritonLauncher:
         return self.grids[index] if fn is None else fn(*[args[i] for i in self.size_pos])
 
     def _call_symbolic(self, args: Sequence[Any]) -> None:
+        sizes = [args[i] for i in self.size_pos]
+        bucket = tuple(_bucket(n) for n in sizes)
+        if self.row_fn is not None:
+            bucket += (_bucket(self.row_fn(*sizes)),)
+        if self.divisible:
+            bucket += (all(args[i] % 16 == 0 for i in self.divisible),)
         if interpreting():
-            self.fn[self._grid(0, args)](*args, **self.configs[0].kwargs())
+            index = self._fitting(bucket)[0]
+            self.fn[self._grid(index, args)](*args, **self.configs[index].kwargs())
             return None
-        bucket = tuple(_bucket(args[i]) for i in self.size_pos)
         launch = self.buckets.get(bucket)
         if launch is not None and not any(args[i].data_ptr() & 15 for i in self.check):
             return launch(*args)
         if self._stream is None:
             self._set_stream()
         if any(args[i].data_ptr() & 15 for i in self.check):
-            self.choice = self.choice or 0
-            return self._generic(args)
-        self.choice = self._autotune(args, save=False)
+            fitting = self._fitting(bucket)
+            return self._generic(args, self.choice if self.choice in fitting else fitting[0])
+        self.choice = self._autotune(args, save=False, among=self._fitting(bucket))
         launch = self.buckets[bucket] = self._make_launch(self.choice)
         return launch(*args)
 
-    def _generic(self, args: Sequence[torch.Tensor]) -> None:
-        """Through ``JITFunction`` (any alignment), with the chosen configuration."""
-        cfg = self.configs[self.choice or 0]
-        self.fn[self._grid(self.choice or 0, args)](*args, **cfg.kwargs(), num_warps=cfg.num_warps,
-                                                    num_stages=cfg.num_stages)
+    def _fitting(self, bucket: tuple) -> list[int]:
+        """Configurations valid for every call of ``bucket``: a persistent one holds its rows, one
+        compiled for sizes that are multiples of 16 gets such sizes."""
+        aligned = bucket[-1] if self.divisible else True
+        rows = bucket[-1 - bool(self.divisible)] if self.row_fn is not None else 0
+        return [i for i, c in enumerate(self.configs)
+                if (not c.rmax or rows <= c.rmax) and (aligned or not c.divisible)]
+
+    def _generic(self, args: Sequence[torch.Tensor], index: int | None = None) -> None:
+        """Through ``JITFunction`` (any alignment), with configuration ``index`` (default: the
+        chosen one)."""
+        index = (self.choice or 0) if index is None else index
+        cfg = self.configs[index]
+        self.fn[self._grid(index, args)](*args, **cfg.kwargs(), num_warps=cfg.num_warps,
+                                         num_stages=cfg.num_stages)
 
     def _set_stream(self) -> None:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -235,8 +260,10 @@ class TritonLauncher:
             run(gx, gy, gz, stream(), function, packed, None, None, None, *args, *constexprs)
         return launch_generic
 
-    def _autotune(self, args: Sequence[torch.Tensor], save: bool = True) -> int:
-        usable = sorted(self.binaries)
+    def _autotune(self, args: Sequence[torch.Tensor], save: bool = True, among: Sequence[int] | None = None) -> int:
+        usable = sorted(i for i in self.binaries if among is None or i in among)
+        if not usable:
+            raise RuntimeError(f"no compiled launch configuration of kernel {self.key} fits these sizes")
         if len(usable) == 1:
             best = usable[0]
         else:
@@ -288,7 +315,12 @@ def _grid_fn(grid: tuple, names: list[str]) -> Callable | None:
     """The grid as a function of the size arguments, None for a static grid."""
     if all(isinstance(g, int) for g in grid):
         return None
-    return eval(f"lambda {', '.join(names)}: ({', '.join(str(g) for g in grid)},)")  # noqa: S307 (generated)
+    return _sizes_fn(f"({', '.join(str(g) for g in grid)},)", names)
+
+
+def _sizes_fn(source: str, names: list[str]) -> Callable:
+    """``source`` (Python over the size symbols ``names``) as a function of the size arguments."""
+    return eval(f"lambda {', '.join(names)}: {source}")  # noqa: S307 (generated)
 
 
 def _direct_launcher(run: Any) -> tuple[Callable, tuple] | None:
@@ -310,7 +342,7 @@ def _load_binary(ln: TritonLauncher, index: int, target: Any, binary_hash: str |
     first time a signature is seen, cached on disk), which Triton would otherwise do at the first
     launch, one kernel after another."""
     cfg = ln.configs[index]
-    binary = load_compiled(ln.ref, ln.signature, cfg.kwargs(), binary_hash, ext) if binary_hash else None
+    binary = load_compiled(ln.ref, ln.signature, cfg.kwargs(), binary_hash, ext, cfg.divisible) if binary_hash else None
     if binary is None:
         binary = compile_config(ln.fn, ln.signature, cfg, target)
     with torch.cuda.device(device):
@@ -339,7 +371,7 @@ def compile_all(launchers: list[TritonLauncher]) -> None:
         # configurations differing only in block sizes share one launcher: build it once
         signature = (tuple(ln.signature.items()), tuple(cfg.kwargs()))
         worker_jobs.append(Job(kernel_path(ln.key), ln.fn_name, ln.signature, cfg.kwargs(),
-                               cfg.num_warps, cfg.num_stages, target, signature not in signatures))
+                               cfg.num_warps, cfg.num_stages, target, signature not in signatures, cfg.divisible))
         signatures.add(signature)
         todo.append((id(ln), i))
     for job_key, binary_hash in zip(todo, precompile(worker_jobs)):
