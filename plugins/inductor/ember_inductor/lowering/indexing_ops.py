@@ -40,6 +40,13 @@ def _size_value(value: Any) -> Any:
     return ops.constant(int(value), torch.int64) if value.is_Integer else ops.index_expr(value, torch.int64)
 
 
+def _strided(t: ir.IRNode) -> bool:
+    """Whether ``t`` reads a buffer at a linear index (no division to fold)."""
+    if isinstance(t, (ir.Buffer, ir.ReinterpretView)) or getattr(t, "_realized", None) is not None:
+        return True
+    return isinstance(t, ir.View) and t.as_strided() is not None
+
+
 @register(aten.cat.default)
 def cat(tensors: Sequence[ir.IRNode], dim: int = 0) -> ir.IRNode:
     tensors = [t for t in tensors if not (len(t.get_size()) == 1 and t.get_size()[0] == 0)]
@@ -68,10 +75,13 @@ def cat(tensors: Sequence[ir.IRNode], dim: int = 0) -> ir.IRNode:
             shifted = list(idx)
             # idx - lo, written as a modulus so that the index simplifier knows it lies in
             # [0, hi - lo): equal where this input's load is not masked off, and it lets the
-            # divisions of the input's view fold ((384*a + MI) // 384 is a). Not for a symbolic
-            # length: that modulus would be a division at run time for every element
+            # divisions of the input's view fold ((384*a + MI) // 384 is a). Only for an input
+            # read through such a view: into a buffer's linear index the modulus would be one
+            # more run-time division per element and input (densenet's cats have up to 25
+            # inputs), nor for a symbolic length
             size = sympy.sympify(hi - lo)
-            shifted[dim] = ModularIndexing(idx[dim] - lo, 1, size) if size.is_Integer else idx[dim] - lo
+            fold = size.is_Integer and not _strided(tensors[k])
+            shifted[dim] = ModularIndexing(idx[dim] - lo, 1, size) if fold else idx[dim] - lo
             load = loaders[k]
             if result is None:
                 result = load(shifted) if k == 0 else ops.masked(
