@@ -53,15 +53,16 @@ def test_softmax_computes_exp_once_per_element() -> None:
 
 
 def test_softmax_multiplies_by_the_reciprocal_of_the_row_sum() -> None:
-    """One division per row, not per element; integer and float64 sums keep their division."""
+    """One division per row, not per element (float and double sums, as eager's softmax);
+    integer sums keep their division."""
     compiled = check(lambda x: torch.softmax(x, -1), torch.randn(32, 100))
     body = _kernel_code(compiled)
-    assert re.search(r"float (acc\d+)_inv = 1.0f / \1;", body)
+    assert re.search(r"float (acc\d+)_inv = float\(1\) / \1;", body)
     assert re.search(r"\? t\d+ \* (acc\d+)_inv : t\d+ / \1\)", body)  # the division only if 1 / sum overflows
     ints = check(lambda x: x // x.sum(-1, keepdim=True).clamp(min=1), torch.randint(0, 9, (8, 50)))
     assert "_inv" not in _kernel_code(ints)
     doubles = check(lambda x: x / x.sum(-1, keepdim=True), torch.rand(8, 50, dtype=torch.float64) + 0.5)
-    assert "_inv" not in _kernel_code(doubles)
+    assert re.search(r"double (acc\d+)_inv = double\(1\) / \1;", _kernel_code(doubles))
 
 
 def test_division_by_a_denormal_row_sum_matches_eager() -> None:
@@ -73,11 +74,31 @@ def test_division_by_a_denormal_row_sum_matches_eager() -> None:
     torch.testing.assert_close(compiled(x), torch.full((4, 8), 0.125))
 
 
-def test_row_reuse_is_skipped_for_long_rows_and_float64() -> None:
+def test_row_reuse_is_skipped_for_long_rows() -> None:
     long_rows = check(lambda x: torch.softmax(x, -1), torch.randn(2, 20000))
     assert _kernel_code(long_rows).count("e_exp(") == 2
+
+
+def test_float64_softmax_keeps_exp_in_a_double_row() -> None:
+    """A float64 kernel keeps its row in doubles; a float value kept beside float64 data (a
+    float softmax stored as float64) is read back as the float it was computed as."""
     doubles = check(lambda x: torch.softmax(x, -1), torch.randn(4, 50, dtype=torch.float64))
-    assert "row0" not in _kernel_code(doubles)
+    body = _kernel_code(doubles)
+    assert len(re.findall(r"= e_exp\(", body)) == 1 and "alignas(64) double row0[50];" in body
+    mixed = check(lambda x: torch.softmax(x, -1).double(), torch.randn(4, 50))
+    body = _kernel_code(mixed)
+    assert "alignas(64) double row0[50];" in body
+    assert re.search(r"= static_cast<decltype\(e_exp\(t\d+\)\)>\(row0\[r0\]\);", body)
+
+
+def test_a_value_rounded_to_bfloat16_is_stored_without_rounding_again() -> None:
+    """softmax in bfloat16 computes in float and rounds its result once, in the store."""
+    for dtype, conv in ((torch.bfloat16, "bf16"), (torch.float16, "half")):
+        body = _kernel_code(check(lambda x: torch.softmax(x, -1), torch.randn(8, 64).to(dtype)))
+        stored = re.findall(rf"out_ptr\d+\[.*\] = float_to_{conv}\((t\d+)\);", body)
+        assert stored, body
+        for var in stored:  # the store converts the float value, not its rounded copy
+            assert not re.search(rf"auto {var} = {conv}_to_float\(", body), body
 
 
 def test_layer_norm_is_at_most_two_kernels() -> None:

@@ -9,10 +9,13 @@ are C++ ``auto`` temporaries, common subexpressions are shared within a scope.
 A row kernel runs one inner loop per stage (softmax: max, then sum of exp, then exp / sum). A
 transcendental value that a later stage would compute again (softmax's exp) is instead kept in a
 per-row array on the stack by the first stage and read back by the later ones: a probe
-generation finds such values, the real one reuses them. A later stage that divides by an
-earlier stage's float reduction (softmax's sum) multiplies by its reciprocal, computed once per
-row (a denormal sum, whose reciprocal overflows, keeps the division): a vector division costs
-many times a multiplication, and eager's softmax multiplies too.
+generation finds such values, the real one reuses them (a double array where the kernel reads
+float64 or the value is computed in double, read back as the type it was computed in). A later
+stage that divides by an earlier stage's floating reduction (softmax's sum) multiplies by its
+reciprocal, computed once per row (a denormal sum, whose reciprocal overflows, keeps the
+division): a vector division costs many times a multiplication, and eager's softmax multiplies
+too. A value rounded to half or bfloat16 and then stored in a tensor of that dtype is rounded
+once (the store's conversion of the rounded value costs as much again, and gives the same bits).
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from ..symbolic import guard_at_most
 from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
-REUSE_MAX_ROW = 1 << 14  # longest row (floats) kept on the stack for cross-stage reuse
+REUSE_MAX_ROW = 1 << 14  # longest row (elements: 64 KiB of floats) kept on the stack for cross-stage reuse
 _EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow|exp|sigmoid)\(")
 _TEMP = re.compile(r"\bt\d+\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -191,9 +194,12 @@ class CppKernel:
         self.stage_scope: Scope | None = None
         self.seen: dict[str, set[int]] | None = None  # probe only: expensive expression -> inner stages
         self.reuse: dict[str, str] = {}  # expression -> row array holding it
+        self.reuse_double: set[str] = set()  # the row arrays of doubles
         self.reuse_saved: set[str] = set()
-        self.float_accs: set[str] = set()  # float accumulators (sum, prod)
+        self.double_accs: set[str] = set()  # accumulators of any reduction kept in double
+        self.float_accs: dict[str, str] = {}  # floating accumulators (sum, prod) -> their C++ type
         self.reciprocals: set[str] = set()  # their reciprocals, declared per row
+        self.narrowed: dict[str, tuple[torch.dtype, str]] = {}  # a value rounded to half/bfloat16 -> (dtype, its float)
         self.bound_checks: list[tuple[str, str, str, int]] = []  # (largest, smallest bad value, size, code)
 
     # -- helpers -----------------------------------------------------------------------------
@@ -210,7 +216,10 @@ class CppKernel:
         self.expanded[var] = full
         row = self.reuse.get(full) if self.scope is self.stage_scope else None
         if row is not None and full in self.reuse_saved:
-            self.scope.lines.append(f"auto {var} = {row}[{self._row_index()}];")
+            value = f"{row}[{self._row_index()}]"
+            if row in self.reuse_double:  # maybe a float kept in a double: back to its own type
+                value = f"static_cast<decltype({expr})>({value})"
+            self.scope.lines.append(f"auto {var} = {value};")
         else:
             self.scope.lines.append(f"auto {var} = {expr};")
             if row is not None:
@@ -224,8 +233,9 @@ class CppKernel:
     def _row_index(self) -> str:
         return cexpr(sum(v * indexing.numel(self.plan.r[k + 1:]) for k, v in enumerate(self.rv)))
 
-    def _reuse_candidates(self) -> list[str]:
-        """Expensive expressions computed by more than one inner stage (found by a probe run)."""
+    def _reuse_candidates(self) -> list[tuple[str, str]]:
+        """(expression, C++ type of its row array) of the expensive expressions computed by more
+        than one inner stage (found by a probe run)."""
         R = sympy.sympify(indexing.numel(self.plan.r))
         if R.is_Integer and R > REUSE_MAX_ROW:
             return []
@@ -234,9 +244,9 @@ class CppKernel:
         probe = CppKernel(self.name, self.group, self.stored, self.buffers, self.size_symbols)
         probe.seen = {}
         probe.generate()
-        if any(self.buffers[n].get_dtype() == torch.float64 for n in probe.params):
-            return []
-        return [e for e, stages in probe.seen.items() if len(stages) > 1 and "double" not in e]
+        wide = any(self.buffers[n].get_dtype() == torch.float64 for n in probe.params)
+        return [(e, "double" if wide or "double" in e or set(_IDENT.findall(e)) & probe.double_accs else "float")
+                for e, stages in probe.seen.items() if len(stages) > 1]
 
     def param(self, name: str) -> str:
         if name not in self.params:
@@ -269,6 +279,9 @@ class CppKernel:
 
     def _store_expr(self, name: str, value: str) -> str:
         dtype = self.buffers[name].get_dtype()
+        rounded = self.narrowed.get(value)
+        if rounded is not None and rounded[0] == dtype:  # already rounded to this dtype: round once
+            value = rounded[1]
         if dtype == torch.float16:
             return f"float_to_half({value})"
         if dtype == torch.bfloat16:
@@ -284,6 +297,8 @@ class CppKernel:
     def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, rtype: str, value: Any) -> Reduced:
         t = compute_ctype(src_dtype)
         acc = self.new_var("acc")
+        if t == "double":
+            self.double_accs.add(acc)
         if rtype in ("argmax", "argmin"):
             v, i = value
             idx = f"{acc}_i"
@@ -320,8 +335,8 @@ class CppKernel:
             self.red_clauses.append(f"{_RED_CLAUSE[rtype]}:{acc}")
             return Reduced(acc, None)
         init = _RED_INIT[rtype]
-        if t == "float":
-            self.float_accs.add(acc)
+        if t in ("float", "double"):
+            self.float_accs[acc] = t
         self.red_pre.append(f"{t} {acc} = {init};")
         op = {"sum": f"{acc} += {value};", "prod": f"{acc} *= {value};"}[rtype]
         self.scope.lines.append(op)
@@ -354,10 +369,11 @@ class CppKernel:
             self.scope = inner
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
-        if dtype == torch.float16:
-            return self.cse(f"half_to_float(float_to_half({x}))")
-        if dtype == torch.bfloat16:
-            return self.cse(f"bf16_to_float(float_to_bf16({x}))")
+        if dtype in (torch.float16, torch.bfloat16):
+            conv = "half" if dtype == torch.float16 else "bf16"
+            var = self.cse(f"{conv}_to_float(float_to_{conv}({x}))")
+            self.narrowed[var] = (dtype, x)
+            return var
         return self.cse(f"e_cast<{ctype(dtype)}>({x})")
 
     def where(self, cond: str, a: str, b: str) -> str:
@@ -387,7 +403,8 @@ class CppKernel:
             if inv not in self.reciprocals:  # once per row, ahead of this stage's loop
                 # 1 / b overflows for a denormal b, where a / b may not: then divide (gcc
                 # unswitches the loop on this invariant flag)
-                self.scope.parent.lines += [f"float {inv} = 1.0f / {b};",
+                t = self.float_accs[b]
+                self.scope.parent.lines += [f"{t} {inv} = {t}(1) / {b};",
                                             f"const bool {inv}_ok = !std::isinf({inv}) || {b} == 0;"]
                 self.reciprocals.add(inv)
             return self.cse(f"({inv}_ok ? {a} * {inv} : {a} / {b})")
@@ -473,9 +490,11 @@ class CppKernel:
         has_red = any(n.is_reduction for n in self.group.nodes)
         stages = len([s for s in plan.stages if s[0] == "inner"])
         if has_red and stages > 1 and self.seen is None:  # not the probe itself
-            self.reuse = {e: f"row{k}" for k, e in enumerate(self._reuse_candidates())}
+            candidates = self._reuse_candidates()
+            self.reuse = {e: f"row{k}" for k, (e, _) in enumerate(candidates)}
+            self.reuse_double = {f"row{k}" for k, (_, t) in enumerate(candidates) if t == "double"}
             length = int(R) if R.is_Integer else REUSE_MAX_ROW  # a symbolic row: at most that, guarded
-            self.scope.lines += [f"alignas(64) float {row}[{length}];" for row in self.reuse.values()]
+            self.scope.lines += [f"alignas(64) {t} row{k}[{length}];" for k, (_, t) in enumerate(candidates)]
         with set_handler(self):
             if not has_red:
                 self._run_nodes(plan.stages[0][1])

@@ -99,11 +99,14 @@ template <typename T, typename U> static inline T e_pick(bool c, T a, T b) {
 // x = n ln2 + r with |r| <= ln2 / 2, exp(r) by Cephes' degree-6 polynomial, times 2^n as two
 // factors, so that denormal results (n down to -150) come out right. Below -104 the result is
 // 0, computed from x = 0, so that no lane underflows: an underflowing product costs a microcode
-// assist per vector, and a causal softmax's masked entries are all -inf.
+// assist per vector, and a causal softmax's masked entries are all -inf. n is rounded by adding
+// 1.5 * 2^23, whose sum k holds n in its low bits: 2^n's exponent fields are shifted out of
+// k's bits, no conversion to int. A NaN x reaches the result through r and p (2^n is never NaN).
 static inline float e_expf(float x) {
   const bool zero = x < -104.0f;
   const float xc = e_pick<float, uint32_t>(zero, 0.0f, x > 88.75f ? 88.75f : x);
-  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  const float k = e_fma(xc, 1.44269504088896341f, 12582912.0f);  // 1.5 * 2^23 + n
+  const float n = k - 12582912.0f;
   const float r = e_fma(n, 2.12194440e-4f, e_fma(n, -0.693359375f, xc));
   float p = 1.9875691500e-4f;
   p = e_fma(p, r, 1.3981999507e-3f);
@@ -112,9 +115,10 @@ static inline float e_expf(float x) {
   p = e_fma(p, r, 1.6666665459e-1f);
   p = e_fma(p, r, 5.0000001201e-1f);
   p = e_fma(p * r, r, r) + 1.0f;
-  const int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1;
-  const float s1 = __builtin_bit_cast(float, (n1 + 127) << 23), s2 = __builtin_bit_cast(float, (n2 + 127) << 23);
-  return e_pick<float, uint32_t>(zero, 0.0f, x != x ? x : p * s1 * s2);
+  const uint32_t kb = __builtin_bit_cast(uint32_t, k), half = kb >> 1;  // n / 2 rounded down, + a constant
+  const float s1 = __builtin_bit_cast(float, (half << 23) + (127u << 23));
+  const float s2 = __builtin_bit_cast(float, ((kb - half) << 23) + (127u << 23));
+  return e_pick<float, uint32_t>(zero, 0.0f, p * s1 * s2);
 }
 // double exp through libmvec, whose vector exp leaves its fast path (for the whole vector) when
 // a lane is below about -708: such an x is computed as exp(x + 512) * exp(-512), and one whose
