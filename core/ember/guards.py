@@ -12,7 +12,10 @@ recompilation.
 
 Tensor checks are most of a model's guard (densenet121 reads 607 tensors). Once
 :mod:`ember.native_guards` has its C++ helper, the checks of plain tensors and parameters are
-left out of the straight-line code and done by one C++ call at the end, over all of them.
+left out of the straight-line code and done by one C++ call at the end, over all of them; so are
+the shape relations between their sizes and strides that are linear (duck sizing ``s0 == s1``,
+bounds, ``s0 % 8 == 0``, ``x.stride(0) == 256*s1``), in the form :mod:`ember.shape_relations`
+parsed them into once. Their Python checks stay in ``reasons``, which names the one that failed.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import torch
 
 from . import native_guards
 from .capture.sources import Constants, Source, literal
+from .shape_relations import OPS, Linear
 
 GuardFn = Callable[[dict], "tuple | None"]
 _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
@@ -39,6 +43,9 @@ class Check:
     #: For a tensor check: (type, dtype, device, shape, stride, requires_grad), the spec that
     #: native_guards.tensor_match() checks in C++.
     tensor_spec: tuple | None = None
+    #: For a shape relation in linear form: its parts, each read a (tensor source, "size" |
+    #: "stride" | "storage_offset", dim); checked in C++ when those tensors are.
+    relations: tuple[Linear, ...] | None = None
 
     def expr(self, consts: Constants) -> str:
         return self.template.format(*(f"({s.expr(consts)})" for s in self.sources))
@@ -219,6 +226,26 @@ def _shown(sizes: tuple[int, ...]) -> str:
     return repr(sizes) if -1 not in sizes else "(" + ", ".join("*" if s == -1 else str(s) for s in sizes) + ")"
 
 
+_PROPS = {"size": 0, "stride": 1, "storage_offset": 2}  # their codes in tensor_match.cpp
+_OP_CODES = {op: i for i, op in enumerate(OPS.values())}
+
+
+def _key(source: Source) -> Any:
+    """Sources compare equal when they read the same thing; an unhashable one is itself."""
+    try:
+        hash(source)
+    except TypeError:
+        return id(source)
+    return source
+
+
+def _packed(relation: Linear, position: dict[Any, int]) -> tuple:
+    """``relation`` as tensor_match.cpp takes it: ((tensor, prop, dim, coefficient)...),
+    constant, op, modulus, offset; ``position`` gives each tensor's place in the C++ call."""
+    terms = tuple((position[_key(tensor)], _PROPS[prop], dim, c) for (tensor, prop, dim), c in relation.terms)
+    return terms, relation.constant, _OP_CODES[relation.op], relation.modulus, relation.offset
+
+
 #: Tensor types whose metadata Python reads straight from the C++ tensor (no Python override of
 #: ``shape`` and the like), so that the C++ check sees what the Python check would.
 _NATIVE_TYPES = (torch.Tensor, torch.nn.Parameter)
@@ -226,7 +253,8 @@ _NATIVE_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 class _GuardWriter:
     """Writes the guard as straight-line code, one local per source, each computed once. With
-    ``tensor_match`` (the C++ check), the checks of plain tensors become one call at the end."""
+    ``tensor_match`` (the C++ check), the checks of plain tensors, and the linear shape relations
+    over their sizes, become one call at the end."""
 
     def __init__(self, consts: Constants, tensor_match: type | None = None) -> None:
         self.consts = consts
@@ -235,11 +263,7 @@ class _GuardWriter:
         self.lines: list[str] = []
 
     def local(self, source: Source) -> str:
-        key: Any = source  # sources compare equal when they read the same thing
-        try:
-            hash(source)
-        except TypeError:
-            key = id(source)
+        key = _key(source)
         name = self.names.get(key)
         if name is None:
             base = getattr(source, "base", None)
@@ -249,18 +273,25 @@ class _GuardWriter:
         return name
 
     def write(self, name: str, checks: list[Check], inputs: Sequence[Source]) -> str:
-        native: list[tuple[str, tuple]] = []
+        native = [c for c in checks if self.tensor_match is not None and c.tensor_spec is not None
+                  and c.tensor_spec[0] in _NATIVE_TYPES]
+        position = {_key(c.sources[0]): i for i, c in enumerate(native)}
+        in_native = {id(c) for c in native}
+        relations: list[tuple] = []
         for check in checks:
+            if check.relations is not None and native and \
+                    all(_key(read[0]) in position for r in check.relations for read, _ in r.terms):
+                relations.extend(_packed(r, position) for r in check.relations)
+                continue
             local_names = [self.local(s) for s in check.sources]
-            spec = check.tensor_spec
-            if self.tensor_match is not None and spec is not None and spec[0] in _NATIVE_TYPES:
-                native.append((local_names[0], spec))
+            if id(check) in in_native:
                 continue
             test = check.template.format(*local_names)
             self.lines.append(f"        if not ({test}):\n            return None")
         if native:
-            match = self.consts.name(self.tensor_match(tuple(spec for _, spec in native)), "tensor_match")
-            tensors = "".join(f"{local}, " for local, _ in native)
+            specs = tuple(c.tensor_spec for c in native)
+            match = self.consts.name(self.tensor_match(specs, tuple(relations)), "tensor_match")
+            tensors = "".join(f"{self.local(c.sources[0])}, " for c in native)
             self.lines.append(f"        if not {match}(({tensors})):\n            return None")
         values = "".join(f"{self.local(s)}, " for s in inputs)
         body = "\n".join(self.lines) or "        pass"

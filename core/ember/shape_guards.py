@@ -7,7 +7,9 @@ inputs, a symbol a backend specialised) is in the capture's ShapeEnv. :func:`add
 asks it, through ``ShapeEnv.produce_guards``, for Python expressions over the symbolic inputs
 and adds one check per relation, so that a failing relation is named in
 ``EMBER_LOGS=recompiles`` and ``explain``. It runs after the backend compiled, so relations the
-backend added while tracing are included.
+backend added while tracing are included. A relation that is linear in tensor sizes, strides and
+storage offsets is also parsed (:mod:`ember.shape_relations`) into the form the C++ tensor
+check evaluates without reading a size into Python; the others are Python checks.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 from .capture.sources import Constants, Source
 from .capture.symbolic import InputToken
 from .guards import Check, GuardSet
+from .shape_relations import parse
 
 if TYPE_CHECKING:
     from .capture.graph import GraphBuilder
@@ -116,7 +119,8 @@ def add_shape_guards(guards: GuardSet, graph: "GraphBuilder") -> None:
             symbolic = symbolic.replace(printed, symbol)
         symbolic = _TOKEN.sub(lambda m: inputs[int(m.group(1))][0].describe(), symbolic)
         shown = f"shape relation {readable}" + (f"  [{symbolic}]" if symbolic != readable else "")
-        guards.checks.append(Check(template, tuple(sources), shown))
+        reads = [(s.base, s.prop, s.index) if isinstance(s, TensorPropertySource) else None for s in sources]
+        guards.checks.append(Check(template, tuple(sources), shown, relations=parse(template, reads)))
 
 
 __all__ = ["add_shape_guards"]

@@ -1,4 +1,4 @@
-// The tensor checks of a guard, in C++: ``TensorMatch(specs)(tensors) -> bool``.
+// The tensor checks of a guard, in C++: ``TensorMatch(specs, relations=())(tensors) -> bool``.
 //
 // A spec is the tuple ``(type, dtype, device, sizes, strides, requires_grad)`` that
 // ember.guards records for a tensor input. Calling a TensorMatch with a tuple of tensors
@@ -6,9 +6,19 @@
 // strides and requires_grad: the same test as the guard's Python expression
 // ``type(t) is T and t.dtype is D and t.device == dev and t.shape == S and t.stride() == st
 // and t.requires_grad is rg``, without creating a torch.Size, a tuple or a torch.device per
-// tensor. A size or stride of -1 in a spec matches any value (a dynamic dimension, whose
-// relations the guard checks in Python after this call). Anything the C++ side cannot read (a sparse or nested tensor's strides, say) is a
-// mismatch, never an exception: the guard then fails and the call recompiles.
+// tensor. A size or stride of -1 in a spec matches any value (a dynamic dimension).
+//
+// The relations between dynamic sizes that ember.shape_relations parsed into linear form are
+// checked here too, once every tensor matched its spec, reading sizes straight from the tensors.
+// A relation is ``((tensor, prop, dim, coefficient), ...), constant, op, modulus, offset``: with
+// prop 0 size, 1 stride, 2 storage offset (dim unused), ``v = sum(coefficient * read) +
+// constant``, then with a modulus > 0 ``v = v % modulus + offset`` (Python's %, never negative),
+// and it holds when ``v op 0``, op 0..5 being == != < <= > >=. The limits on coefficients, terms
+// and modulus (ember.shape_relations, checked again here) keep v within 128 bits: exact for any
+// int64 reads, as Python's ints are. Relations whose tensors are not checked here stay in Python.
+//
+// Anything the C++ side cannot read (a sparse or nested tensor's strides, say) is a mismatch,
+// never an exception: the guard then fails and the call recompiles.
 #include <Python.h>
 
 #include <torch/csrc/Device.h>
@@ -29,9 +39,33 @@ struct Spec {
   bool requires_grad;
 };
 
+struct Term {
+  size_t tensor;
+  int prop;  // 0 size, 1 stride, 2 storage offset
+  size_t dim;
+  int64_t coefficient;
+};
+
+struct Relation {
+  std::vector<Term> terms;
+  int64_t constant;
+  int op;  // == != < <= > >=
+  int64_t modulus;  // 0: none
+  int64_t offset;
+};
+
+constexpr int64_t kMaxCoefficient = int64_t(1) << 32;
+constexpr size_t kMaxTerms = 32;
+constexpr int64_t kMaxModulus = int64_t(1) << 62;
+
+struct Checks {
+  std::vector<Spec> specs;
+  std::vector<Relation> relations;
+};
+
 struct TensorMatch {
   PyObject_HEAD
-  std::vector<Spec>* specs;
+  Checks* checks;
 };
 
 bool read_ints(PyObject* seq, std::vector<int64_t>& out) {
@@ -71,18 +105,61 @@ bool read_spec(PyObject* item, Spec& spec) {
   return true;
 }
 
+bool invalid(const char* message) {
+  PyErr_SetString(PyExc_ValueError, message);
+  return false;
+}
+
+bool read_term(PyObject* item, const std::vector<Spec>& specs, Term& term) {
+  Py_ssize_t tensor, dim;
+  long long coefficient;
+  if (!PyArg_ParseTuple(item, "ninL", &tensor, &term.prop, &dim, &coefficient)) return false;
+  if (tensor < 0 || (size_t)tensor >= specs.size()) return invalid("a term reads a tensor that is not checked");
+  if (term.prop < 0 || term.prop > 2) return invalid("a term reads a size (0), stride (1) or storage offset (2)");
+  if (term.prop < 2 && (dim < 0 || (size_t)dim >= specs[tensor].sizes.size())) {
+    return invalid("a term reads a dimension the tensor's spec does not have");
+  }
+  if (coefficient < -kMaxCoefficient || coefficient > kMaxCoefficient) return invalid("a coefficient is too large");
+  term.tensor = (size_t)tensor;
+  term.dim = term.prop < 2 ? (size_t)dim : 0;
+  term.coefficient = coefficient;
+  return true;
+}
+
+bool read_relation(PyObject* item, const std::vector<Spec>& specs, Relation& relation) {
+  PyObject* terms;
+  long long constant, modulus, offset;
+  if (!PyArg_ParseTuple(item, "O!LiLL", &PyTuple_Type, &terms, &constant, &relation.op, &modulus, &offset)) {
+    return false;
+  }
+  Py_ssize_t n = PyTuple_GET_SIZE(terms);
+  if (n < 1 || (size_t)n > kMaxTerms) return invalid("a relation has 1 to 32 terms");
+  if (relation.op < 0 || relation.op > 5) return invalid("a relation's op is 0 to 5");
+  if (modulus < 0 || modulus > kMaxModulus) return invalid("a relation's modulus is 0 (none) to 2**62");
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    Term term;
+    if (!read_term(PyTuple_GET_ITEM(terms, i), specs, term)) return false;
+    relation.terms.push_back(term);
+  }
+  relation.constant = constant;
+  relation.modulus = modulus;
+  relation.offset = offset;
+  return true;
+}
+
 void TensorMatch_dealloc(TensorMatch* self) {
-  if (self->specs != nullptr) {
-    for (Spec& spec : *self->specs) Py_DECREF(spec.type);
-    delete self->specs;
+  if (self->checks != nullptr) {
+    for (Spec& spec : self->checks->specs) Py_DECREF(spec.type);
+    delete self->checks;
   }
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
 int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
   PyObject* specs;
-  if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &specs)) return -1;
-  if (self->specs != nullptr) {
+  PyObject* relations = nullptr;
+  if (!PyArg_ParseTuple(args, "O!|O!", &PyTuple_Type, &specs, &PyTuple_Type, &relations)) return -1;
+  if (self->checks != nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "a TensorMatch is initialised once");
     return -1;
   }
@@ -90,21 +167,27 @@ int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
     PyErr_SetString(PyExc_RuntimeError, "torch is not initialised");
     return -1;
   }
-  auto* parsed = new (std::nothrow) std::vector<Spec>();
+  auto* parsed = new (std::nothrow) Checks();
   if (parsed == nullptr) {
     PyErr_NoMemory();
     return -1;
   }
+  auto fail = [parsed]() {
+    for (Spec& done : parsed->specs) Py_DECREF(done.type);
+    delete parsed;
+    return -1;
+  };
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(specs); ++i) {
     Spec spec{nullptr, c10::ScalarType::Undefined, c10::Device(c10::kCPU), {}, {}, false};
-    if (!read_spec(PyTuple_GET_ITEM(specs, i), spec)) {
-      for (Spec& done : *parsed) Py_DECREF(done.type);
-      delete parsed;
-      return -1;
-    }
-    parsed->push_back(std::move(spec));
+    if (!read_spec(PyTuple_GET_ITEM(specs, i), spec)) return fail();
+    parsed->specs.push_back(std::move(spec));
   }
-  self->specs = parsed;
+  for (Py_ssize_t i = 0; relations != nullptr && i < PyTuple_GET_SIZE(relations); ++i) {
+    Relation relation;
+    if (!read_relation(PyTuple_GET_ITEM(relations, i), parsed->specs, relation)) return fail();
+    parsed->relations.push_back(std::move(relation));
+  }
+  self->checks = parsed;
   return 0;
 }
 
@@ -129,14 +212,43 @@ bool matches(PyObject* obj, const Spec& spec) {
   }
 }
 
+// Called once every tensor matched its spec: each is a tensor of the spec's dimensions.
+bool holds(const Relation& relation, PyObject* tensors) {
+  try {
+    __int128 value = relation.constant;
+    for (const Term& term : relation.terms) {
+      const at::Tensor& t = THPVariable_Unpack(PyTuple_GET_ITEM(tensors, term.tensor));
+      int64_t read = term.prop == 0 ? t.sizes()[term.dim]
+                     : term.prop == 1 ? t.strides()[term.dim]
+                                      : t.storage_offset();
+      value += (__int128)term.coefficient * read;
+    }
+    if (relation.modulus != 0) {
+      value %= relation.modulus;
+      if (value < 0) value += relation.modulus;
+      value += relation.offset;
+    }
+    switch (relation.op) {
+      case 0: return value == 0;
+      case 1: return value != 0;
+      case 2: return value < 0;
+      case 3: return value <= 0;
+      case 4: return value > 0;
+      default: return value >= 0;
+    }
+  } catch (...) {
+    return false;
+  }
+}
+
 PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) {
   PyObject* tensors;
   if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &tensors)) return nullptr;
-  if (self->specs == nullptr) {
+  if (self->checks == nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "TensorMatch was not initialised");
     return nullptr;
   }
-  const std::vector<Spec>& specs = *self->specs;
+  const std::vector<Spec>& specs = self->checks->specs;
   if ((size_t)PyTuple_GET_SIZE(tensors) != specs.size()) {
     PyErr_SetString(PyExc_ValueError, "expected one tensor per spec");
     return nullptr;
@@ -144,15 +256,23 @@ PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) 
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!matches(PyTuple_GET_ITEM(tensors, i), specs[i])) Py_RETURN_FALSE;
   }
+  for (const Relation& relation : self->checks->relations) {
+    if (!holds(relation, tensors)) Py_RETURN_FALSE;
+  }
   Py_RETURN_TRUE;
 }
 
 PyObject* TensorMatch_len(TensorMatch* self, void*) {
-  return PyLong_FromSize_t(self->specs == nullptr ? 0 : self->specs->size());
+  return PyLong_FromSize_t(self->checks == nullptr ? 0 : self->checks->specs.size());
+}
+
+PyObject* TensorMatch_relations(TensorMatch* self, void*) {
+  return PyLong_FromSize_t(self->checks == nullptr ? 0 : self->checks->relations.size());
 }
 
 PyGetSetDef TensorMatch_getset[] = {
     {"count", (getter)TensorMatch_len, nullptr, "how many tensors it checks", nullptr},
+    {"relations", (getter)TensorMatch_relations, nullptr, "how many shape relations it checks", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -167,7 +287,7 @@ PyMODINIT_FUNC PyInit_ember_tensor_match() {
   TensorMatchType.tp_name = "ember_tensor_match.TensorMatch";
   TensorMatchType.tp_basicsize = sizeof(TensorMatch);
   TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT;
-  TensorMatchType.tp_doc = "TensorMatch(specs)(tensors) -> bool";
+  TensorMatchType.tp_doc = "TensorMatch(specs, relations=())(tensors) -> bool";
   TensorMatchType.tp_new = PyType_GenericNew;
   TensorMatchType.tp_init = (initproc)TensorMatch_init;
   TensorMatchType.tp_dealloc = (destructor)TensorMatch_dealloc;
