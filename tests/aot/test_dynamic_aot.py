@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from aot_helpers import assert_compiled
 from aot_models import GPT, BatchNorm2d
-from dynamic_helpers import assert_no_size_pinned, compare_module_sizes, compare_sizes, dynamic_graph
+from dynamic_helpers import assert_no_size_pinned, changed_dims, compare_module_sizes, compare_sizes, dynamic_graph
 from ember_aot import aot_autograd
 from ember_aot.api import _CheckedPlan
 from ember_aot.backend import aot_eager
@@ -238,3 +238,41 @@ def test_relations_a_later_plan_adds_are_checked_at_each_call(caplog):
             x = torch.randn(n, 4)
             torch.testing.assert_close(checked(x), fn(x))
     assert caplog.text.count("outside the relations") == 1  # n = 3 and 2: eagerly, one warning
+
+
+def _first(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def test_before_torch_2_13_only_graphs_without_gradients_are_symbolic(monkeypatch, caplog):
+    """Torch before 2.13 traced symbolic joint graphs wrongly (ember_aot.symbolic): there a
+    dynamic graph first compiled without gradients (inference, ``generate()``'s decoding) still
+    gets one symbolic plan, and a later call that needs gradients runs eagerly (one warning) with
+    eager's gradients; a graph first compiled with gradients is compiled per shape."""
+    import logging
+
+    import ember_aot.api as api
+    monkeypatch.setattr(api, "SYMBOLIC_TRACING", False)
+
+    def fn(x, w):
+        return (x @ w).tanh().sum(1)
+
+    def inputs(n, grad):
+        return [torch.randn(n, 4, requires_grad=grad), torch.randn(4, 3, requires_grad=grad)]
+    gm = dynamic_graph(fn, *inputs(5, False), dynamic_dims=changed_dims(inputs(5, False), inputs(3, False)))
+    with torch.no_grad():
+        compiled = aot_eager(gm, inputs(5, False))
+        for n in (5, 3, 7, 9):
+            x, w = inputs(n, False)
+            torch.testing.assert_close(_first(compiled(x, w)), fn(x, w))
+    assert len(compiled.plans) == 1 and next(iter(compiled.plans.values())).symbolic_inputs is not None
+    with caplog.at_level(logging.WARNING, logger="ember.aot"):
+        x, w = inputs(6, True)
+        _first(compiled(x, w)).sum().backward()
+    xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
+    fn(xr, wr).sum().backward()
+    torch.testing.assert_close((x.grad, w.grad), (xr.grad, wr.grad))
+    assert any("calls that need gradients run eagerly" in r.getMessage() for r in caplog.records)
+
+    trained = aot_eager(gm, inputs(5, True))
+    assert not trained.symbolic  # per shape, as before dynamic shapes

@@ -97,6 +97,11 @@ def _run_compiler(compiler: AtenCompiler, gm: torch.fx.GraphModule) -> Callable:
         raise _CompilerError(exc) from exc
 
 
+def _records_grad(args: Sequence[Any]) -> bool:
+    """Whether a call on ``args`` in the current grad mode needs the autograd (joint) trace."""
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+
 def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfig,
                  symbolic: bool = False) -> CompiledPlan:
     """Trace, partition and compile ``gm`` for the state of ``args`` and the current grad mode;
@@ -112,6 +117,9 @@ def _compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConf
                   mode: FakeTensorMode, symbolic: bool) -> CompiledPlan:
     """``compile_plan`` with ``args`` the values to trace with (fakes of ``mode`` when symbolic)."""
     analysis = analyze(gm, args, mode, torch.is_grad_enabled())
+    if symbolic and analysis.needs_autograd and not SYMBOLIC_TRACING:
+        raise AOTUnsupported(f"torch {torch.__version__} traces joint graphs with symbolic sizes wrongly "
+                             "(ember_aot.symbolic): this graph's calls that need gradients run eagerly")
     traceable = forward_identities(gm, analysis.identities)
     tensor_pos = primal_positions(args)
     symbolic_args = list(args) if symbolic else None
@@ -158,7 +166,8 @@ class AOTCompiledGraph:
         self._lock = threading.Lock()
         self._overflow_warned = False
         dynamic = is_dynamic(gm)
-        self.symbolic = dynamic and config.dynamic and SYMBOLIC_TRACING
+        # before torch 2.13 only graphs without autograd are traced symbolically (symbolic_tracing)
+        self.symbolic = dynamic and config.dynamic and (SYMBOLIC_TRACING or not _records_grad(example_inputs))
         self._per_shape = dynamic and not self.symbolic
         vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
         self._sym_pos = frozenset(i for i, v in enumerate(vals) if self.symbolic and is_symbolic(v)

@@ -36,8 +36,10 @@ FALLBACK_HINT = 4096
 
 #: Whether this torch's symbolic tracing is the one ember_aot and the inductor are checked
 #: against (CI's torch 2.13). On torch 2.11 (the GPU machine, 2026-11-25) symbolic joint traces
-#: gave wrong views, a NaN loss and an unaligned SDPA bias in the tests: there a dynamic graph is
-#: compiled per concrete shape instead (correct, as before dynamic shapes; one compile per size).
+#: gave wrong views and a NaN loss in the tests: there a dynamic graph that needs gradients is
+#: compiled per concrete shape instead (correct, as before dynamic shapes; one compile per size),
+#: and a graph first compiled without them is traced symbolically but runs its calls that need
+#: gradients eagerly. (The unaligned SDPA bias seen then was the inductor's: attention_bias.)
 SYMBOLIC_TRACING = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
 
 

@@ -17,6 +17,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from . import indexing, ir
+from .attention_bias import BIAS_ARG, aligned_bias
 from .symbolic import SymbolicUnsupported, to_expr, to_exprs
 from .lowering import LOWERINGS, NotLowerable
 
@@ -56,10 +57,12 @@ class GraphLowering:
         self._counter += 1
         return name
 
-    def new_computed_buffer(self, data: "ir.Pointwise | ir.Reduction", stride: Sequence[int] | None
-                            ) -> ir.ComputedBuffer:
+    def new_computed_buffer(self, data: "ir.Pointwise | ir.Reduction", stride: Sequence[int] | None,
+                            gaps: bool = False) -> ir.ComputedBuffer:
+        """A buffer computed from ``data``, laid out with ``stride`` when it is dense (else
+        contiguous), or as given with ``gaps`` (the caller's strides do not overlap)."""
         size = list(data.get_size())
-        if stride is None or len(stride) != len(size) or not indexing.is_dense(size, stride):
+        if stride is None or len(stride) != len(size) or not (gaps or indexing.is_dense(size, stride)):
             stride = indexing.contiguous_strides(size)
         layout = ir.Layout(size, to_exprs(stride), data.get_dtype())
         buf = ir.ComputedBuffer(self._new_name("buf"), layout, data)
@@ -208,6 +211,11 @@ class GraphLowering:
             if not isinstance(a, ir.IRNode):
                 return a
             return a.as_tensor_arg() if mutates else _with_traced_layout(a, traced.get(id(a)))
+        bias = BIAS_ARG.get(op)
+        if bias is not None and bias < len(args) and isinstance(args[bias], ir.IRNode):
+            args = list(args)
+            args[bias] = aligned_bias(args[bias], traced.get(id(args[bias])),
+                                      lambda data, stride: self.new_computed_buffer(data, stride, gaps=True))
         args = pytree.tree_map(to_arg, args, is_leaf=lambda a: isinstance(a, ir.IRNode))
         kwargs = pytree.tree_map(to_arg, kwargs, is_leaf=lambda a: isinstance(a, ir.IRNode))
         kernel = ir.ExternKernel(self._new_name("extern"), op, tuple(args), dict(kwargs), mutates=mutates)

@@ -101,3 +101,18 @@ def test_sizes_that_were_multiples_of_16_are_assumed_so_only_where_they_are(monk
     assert run_sizes(compiled, fn, cases) == 0
     per_call = [assumed[k:k + len(launchers)] for k in range(0, len(assumed), len(launchers))]
     assert per_call == [[True] * len(launchers)] * 2 + [[False] * len(launchers)] * 2
+
+
+def test_an_index_with_a_max_of_sizes_prints_as_tl_maximum() -> None:
+    """torch's SDPA pads an attention mask to a multiple of 8 and slices it back (the padded
+    stride is ``max(1, ...)`` of the sizes); such an index is printed with ``tl.maximum``, so the
+    graph stays symbolic instead of being compiled per shape (GPT-2's decoding on the GPU)."""
+    import torch.nn.functional as F
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[-1]
+        return F.pad(x, (0, 8 - (n + 1) % 8 + 1))[..., :n].exp() + 1
+
+    _, compiled = compile_symbolic(fn, torch.randn(3, 13))
+    assert "tl.maximum(" in compiled.source
+    assert run_sizes(compiled, fn, [(torch.randn(b, n),) for b, n in [(3, 13), (2, 7), (4, 21)]]) == 0

@@ -145,3 +145,32 @@ def test_an_index_out_of_range_is_a_device_assert() -> None:
     assert "in range: ok" in proc.stdout, proc.stderr[-3000:]
     assert proc.returncode != 0 and "out of range: no error" not in proc.stdout
     assert "index out of bounds" in proc.stderr or "device-side assert" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_generate_with_a_padded_mask_stays_compiled(caplog: pytest.LogCaptureFixture) -> None:
+    """HF GPT-2's ``generate()`` with a left-padded attention mask: the decoding graph's mask
+    feeds CUDA's memory-efficient attention, whose bias must have outer strides that are
+    multiples of 8 (ember_inductor.attention_bias). With a dense bias the compiled graph failed
+    on its first call at every length not a multiple of 8, ran with aten, and after eight
+    lengths the decoding steps ran eagerly. Tokens equal eager's, and nothing falls back."""
+    import logging
+
+    import ember
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=128)
+    model = transformers.GPT2LMHeadModel(config).eval().cuda()
+    ids = torch.randint(0, 100, (2, 12), device="cuda")
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0
+
+    def generate() -> torch.Tensor:
+        with torch.no_grad():
+            return model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=20, min_new_tokens=20,
+                                  do_sample=False, pad_token_id=0)
+    expected = generate()
+    model.forward = ember.compile(model.forward)
+    with caplog.at_level(logging.WARNING, logger="ember"):
+        got = generate()
+    assert torch.equal(got, expected)
+    assert not [r for r in caplog.records if r.name.startswith("ember")], [r.getMessage()[:200] for r in caplog.records]

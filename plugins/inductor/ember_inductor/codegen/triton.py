@@ -92,6 +92,12 @@ def texpr(e: Any) -> str:
         return "(" + " * ".join(texpr(a) for a in e.args) + ")"
     if e.is_Pow and e.args[1].is_Integer and e.args[1] > 0:
         return "(" + " * ".join([texpr(e.args[0])] * int(e.args[1])) + ")"
+    if isinstance(e, (sympy.Max, sympy.Min)):  # a stride torch computes as max(1, size)
+        fn = "tl.maximum" if isinstance(e, sympy.Max) else "tl.minimum"
+        out = texpr(e.args[0])
+        for a in e.args[1:]:
+            out = f"{fn}({out}, {texpr(a)})"
+        return out
     raise NotImplementedError(f"index expression {e}")
 
 

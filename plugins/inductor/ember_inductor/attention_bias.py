@@ -1,0 +1,87 @@
+"""The attention bias CUDA's memory-efficient SDPA kernel reads: outer strides multiples of 8.
+
+torch's ``scaled_dot_product_attention`` pads the mask that way (``preprocess_mask``) before
+it calls ``_scaled_dot_product_efficient_attention``, and the kernel refuses any other layout
+("attn_bias is not correctly aligned"). A bias that a generated kernel computes would get a
+dense layout here (a mask over 13 keys: a stride of 13), so the graph failed on its first call
+and ran with aten, then recompiled per length: a decoder's ``generate()`` with an attention
+mask ran its decoding steps eagerly on the GPU. :func:`aligned_bias` lays the argument out as
+torch's inductor does: the last dimension dense, every outer stride rounded up to a multiple of
+8 elements, and a dimension the aten graph expanded (stride 0) kept expanded where the stride
+inside it is already aligned, so that a mask broadcast over heads is not materialized per head.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+from . import ir
+from .indexing import FloorDiv
+
+aten = torch.ops.aten
+
+#: Extern ops with such a bias, and the bias's position among their arguments.
+BIAS_ARG = {aten._scaled_dot_product_efficient_attention.default: 3,
+            aten._scaled_dot_product_efficient_attention_backward.default: 4}
+ALIGNMENT = 8
+
+
+def _round_up(n: Any) -> sympy.Expr:
+    n = sympy.sympify(n)
+    if n.is_Integer:
+        return sympy.Integer(-(-int(n) // ALIGNMENT) * ALIGNMENT)
+    return FloorDiv(n + ALIGNMENT - 1, ALIGNMENT) * ALIGNMENT
+
+
+def _aligned(n: Any) -> bool:
+    n = sympy.sympify(n)
+    return n == 0 or (n.is_Integer and int(n) % ALIGNMENT == 0) or (
+        n.is_Mul and any(a.is_Integer and int(a) % ALIGNMENT == 0 for a in n.args))
+
+
+def aligned_strides(size: Sequence[Any], expanded: Sequence[bool]) -> list[sympy.Expr]:
+    """Strides of a 3-d or 4-d bias of ``size``: last one 1, each outer one the next stride
+    times the next size rounded up to a multiple of ``ALIGNMENT``, or 0 for an ``expanded``
+    dimension whose inner stride is already aligned."""
+    n = len(size)
+    strides: list[sympy.Expr] = [sympy.S.One] * n
+    running = sympy.S.One
+    for i in range(n - 2, -1, -1):
+        if strides[i + 1] != 0:
+            running = running * sympy.sympify(size[i + 1])
+        if expanded[i] and _aligned(strides[i + 1]):
+            strides[i] = sympy.S.Zero
+            continue
+        running = running if _aligned(running) else _round_up(running)
+        strides[i] = running
+    return strides
+
+
+def aligned_bias(value: ir.IRNode, traced: Any, new_buffer: Callable[[ir.Pointwise, list], ir.Buffer]
+                 ) -> ir.IRNode:
+    """``value`` (the bias argument) in the aligned layout: as it is when it already has it,
+    else computed into a new buffer (``new_buffer(data, strides)``, strides with gaps) and
+    passed as a view with the expanded dimensions' zero strides."""
+    size = list(value.get_size())
+    if len(size) not in (3, 4):
+        return value.as_tensor_arg()
+    traced_strides = traced.stride() if isinstance(traced, torch.Tensor) else (None,) * len(size)
+    expanded = [st == 0 and s != 1 for st, s in zip(traced_strides, size)]
+    strides = aligned_strides(size, expanded)
+    if isinstance(value, (ir.Buffer, ir.ReinterpretView)):
+        layout = value.layout
+        if all(sympy.sympify(a) == b for s, a, b in zip(size, layout.stride, strides) if s != 1) \
+                and _aligned(layout.offset):
+            return value.as_tensor_arg()
+    compact = [sympy.S.One if e else sympy.sympify(s) for s, e in zip(size, expanded)]
+    load = value.make_loader()
+
+    def inner(idx: Sequence[Any]) -> Any:
+        return load([sympy.S.Zero if e else i for i, e in zip(idx, expanded)])
+    buf = new_buffer(ir.Pointwise(compact, value.get_dtype(), inner), [sympy.S.Zero if e else st
+                                                                       for st, e in zip(strides, expanded)])
+    if not any(expanded):
+        return buf
+    return ir.ReinterpretView(buf, ir.Layout(size, strides, value.get_dtype(), 0))
