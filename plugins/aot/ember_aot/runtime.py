@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import logging
 import operator
 import weakref
@@ -125,7 +126,7 @@ def _run_backward(ctx: Any, plan: "CompiledPlan", group: GradGroup, grads: Seque
 def _save(ctx: Any, values: Sequence[Any]) -> None:
     """Keep the forward's ``values`` for the backward: tensors through ``save_for_backward``,
     sizes (ints, in a plan with symbolic sizes) on the ctx."""
-    if all(isinstance(v, torch.Tensor) for v in values):
+    if all(map(isinstance, values, itertools.repeat(torch.Tensor))):
         ctx.save_for_backward(*values)
         ctx.scalars = ()
         return

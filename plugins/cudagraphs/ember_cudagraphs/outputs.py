@@ -14,6 +14,7 @@ returns the weights it saves for the backward), else a view of it.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import torch
@@ -22,8 +23,8 @@ from torch.utils import _pytree as pytree
 POOL, INPUT, CONST, SAME = 0, 1, 2, 3
 
 
-def _use_count(cdata: int) -> int:
-    return torch._C._storage_Use_Count(cdata)
+_use_count = torch._C._storage_Use_Count  # (storage cdata) -> how many references it has
+_detach = torch.Tensor.detach
 
 
 def _aliased_input(out: torch.Tensor, inputs: Sequence[Any]) -> int | None:
@@ -67,38 +68,38 @@ class OutputPlan:
             delta = out.storage_offset() - base.storage_offset()
             self.slots.append((INPUT, j, tuple(out.shape), out.stride(), delta))
         self.only_pool = all(s[0] == POOL for s in self.slots)
-        self._counts: list[tuple[int, int]] = []
+        self._cdatas: list[int] = []
+        self._counts: list[int] = []
 
     def seal(self) -> None:
         """Measure the storages' use counts with nothing handed out (call right after recording)."""
-        cdatas = {t.untyped_storage()._cdata for t in self.pool}
-        self._counts = [(c, _use_count(c)) for c in cdatas]
+        self._cdatas = list({t.untyped_storage()._cdata for t in self.pool})
+        self._counts = list(map(_use_count, self._cdatas))
 
     def busy(self) -> bool:
-        """True while some output of an earlier replay is still referenced outside."""
-        for cdata, count in self._counts:
-            if _use_count(cdata) > count:
-                return True
-        return False
+        """True while some output of an earlier replay is still referenced outside (a storage
+        referenced more than right after recording); one C call per storage, no Python frame."""
+        return any(map(operator.gt, map(_use_count, self._cdatas), self._counts))
 
     def release(self) -> None:
         self.pool = []
-        self._counts = []
+        self._cdatas, self._counts = [], []
 
     def storage_ptrs(self) -> list[int]:
         return [t.untyped_storage().data_ptr() for t in self.pool]
 
     def build(self, args: Sequence[Any]) -> Any:
         """This call's outputs: fresh tensors on the graph's memory, input views, constants."""
+        fresh = list(map(_detach, self.pool))  # one C call each, no bound method
         if self.only_pool:
-            leaves = [t.detach() for t in self.pool]
+            leaves = fresh
         else:
             leaves = []
             with torch.no_grad():
                 for slot in self.slots:
                     kind = slot[0]
                     if kind == POOL:
-                        leaves.append(self.pool[slot[1]].detach())
+                        leaves.append(fresh[slot[1]])
                     elif kind == SAME:
                         leaves.append(args[slot[1]])
                     elif kind == CONST:
