@@ -16,13 +16,6 @@ from ember.guards import GuardSet
 from core_helpers import CountingBackend, no_fallback
 
 
-@pytest.fixture
-def native() -> type:
-    TensorMatch = native_guards.tensor_match()
-    if TensorMatch is None:
-        pytest.skip("the C++ tensor check could not be built here")
-    return TensorMatch
-
 
 class Tagged(torch.Tensor):
     """A tensor subclass: its checks stay in Python, but TensorMatch must still be exact on it."""

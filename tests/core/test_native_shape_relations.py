@@ -78,13 +78,6 @@ def _guard(template: str, like: torch.Tensor, native: bool, monkeypatch) -> tupl
     return guards.compile()
 
 
-@pytest.fixture
-def native() -> type:
-    TensorMatch = native_guards.tensor_match()
-    if TensorMatch is None:
-        pytest.skip("the C++ tensor check could not be built here")
-    return TensorMatch
-
 
 def test_parse_reads_each_kind_and_leaves_the_rest() -> None:
     reads = [(r.base, r.prop, r.index) for r in READS]
