@@ -244,3 +244,18 @@ def test_int_true_division_of_sizes_forward_and_backward() -> None:
     _, compiled = compile_symbolic(step, *inputs(3, 7, 12), grad=True)
     assert "static_cast<double>(s" in compiled.source
     assert run_sizes(compiled, step, [inputs(b, t, c) for b, t, c in SIZES[:4]]) == 0
+
+
+def test_a_size_rounded_up_by_ceil_of_a_division_stays_symbolic() -> None:
+    """``ceil(s / 32) * 32`` (CUDA's memory-efficient attention pads its log-sum-exp so; a GPT
+    training step's backward reads it) is ``(s + 31) // 32 * 32``: the graph compiles once
+    instead of per shape."""
+    import math
+
+    def padded(x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[-1]
+        rounded = math.ceil(n / 32) * 32
+        return torch.nn.functional.pad(x, (0, rounded - n)).exp() + math.floor(n / 8)
+
+    _, compiled = compile_symbolic(padded, torch.randn(3, 13))
+    assert run_sizes(compiled, padded, [(torch.randn(b, n),) for b, n in [(3, 13), (2, 32), (4, 33), (5, 70)]]) == 0

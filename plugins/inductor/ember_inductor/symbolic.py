@@ -55,6 +55,10 @@ def _convert(e: Expr) -> Expr:
         return (sympy.Max if name == "Max" else sympy.Min)(*args)
     if name == "IntTrueDiv":
         return TrueDiv(*args)
+    if name in ("CeilToInt", "FloorToInt") and isinstance(args[0], TrueDiv) \
+            and args[0].args[1].is_Integer and args[0].args[1] > 0:  # ceil(s / 32): a size's rounding
+        num, den = args[0].args
+        return FloorDiv(num + den - 1, den) if name == "CeilToInt" else FloorDiv(num, den)
     if name == "ToFloat" and args[0].is_integer:
         return TrueDiv(args[0], sympy.S.One)
     raise SymbolicUnsupported(f"size {e} ({name})")
