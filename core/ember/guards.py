@@ -15,7 +15,9 @@ Tensor checks are most of a model's guard (densenet121 reads 607 tensors). Once
 left out of the straight-line code and done by one C++ call at the end, over all of them; so are
 the shape relations between their sizes and strides that are linear (duck sizing ``s0 == s1``,
 bounds, ``s0 % 8 == 0``, ``x.stride(0) == 256*s1``), in the form :mod:`ember.shape_relations`
-parsed them into once. Their Python checks stay in ``reasons``, which names the one that failed.
+parsed them into once, and the hook checks of modules called as their class's forward (no own
+``forward``, empty hook tables: one per module, a fifth of a convolutional model's guard in
+Python). Their Python checks stay in ``reasons``, which names the one that failed.
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ class Check:
     #: For a shape relation in linear form: its parts, each read a (tensor source, "size" |
     #: "stride" | "storage_offset", dim); checked in C++ when those tensors are.
     relations: tuple[Linear, ...] | None = None
+    #: A module called as its class's forward with no hooks: checked in C++ with the tensors.
+    plain_module: bool = False
 
     def expr(self, consts: Constants) -> str:
         return self.template.format(*(f"({s.expr(consts)})" for s in self.sources))
@@ -65,7 +69,7 @@ class GuardSet:
         if key in self._seen:
             return
         self._seen.add(key)
-        self.checks.append(Check(template, sources, description, tensor_spec))
+        self.checks.append(Check(template, sources, description, tensor_spec, plain_module=kind == "plain_call"))
 
     def type_match(self, source: Source, value: Any) -> None:
         t = self.consts.name(type(value), "t")
@@ -253,8 +257,9 @@ _NATIVE_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 class _GuardWriter:
     """Writes the guard as straight-line code, one local per source, each computed once. With
-    ``tensor_match`` (the C++ check), the checks of plain tensors, and the linear shape relations
-    over their sizes, become one call at the end."""
+    ``tensor_match`` (the C++ check), the checks of plain tensors, the linear shape relations
+    over their sizes and the hook checks of modules (``plain_module_call``) become one call at
+    the end."""
 
     def __init__(self, consts: Constants, tensor_match: type | None = None) -> None:
         self.consts = consts
@@ -275,8 +280,9 @@ class _GuardWriter:
     def write(self, name: str, checks: list[Check], inputs: Sequence[Source]) -> str:
         native = [c for c in checks if self.tensor_match is not None and c.tensor_spec is not None
                   and c.tensor_spec[0] in _NATIVE_TYPES]
+        modules = [c for c in checks if self.tensor_match is not None and c.plain_module]
         position = {_key(c.sources[0]): i for i, c in enumerate(native)}
-        in_native = {id(c) for c in native}
+        in_native = {id(c) for c in native + modules}
         relations: list[tuple] = []
         for check in checks:
             if check.relations is not None and native and \
@@ -288,10 +294,10 @@ class _GuardWriter:
                 continue
             test = check.template.format(*local_names)
             self.lines.append(f"        if not ({test}):\n            return None")
-        if native:
+        if native or modules:
             specs = tuple(c.tensor_spec for c in native)
-            match = self.consts.name(self.tensor_match(specs, tuple(relations)), "tensor_match")
-            tensors = "".join(f"{self.local(c.sources[0])}, " for c in native)
+            match = self.consts.name(self.tensor_match(specs, tuple(relations), len(modules)), "tensor_match")
+            tensors = "".join(f"{self.local(c.sources[0])}, " for c in native + modules)
             self.lines.append(f"        if not {match}(({tensors})):\n            return None")
         values = "".join(f"{self.local(s)}, " for s in inputs)
         body = "\n".join(self.lines) or "        pass"

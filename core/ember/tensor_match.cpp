@@ -17,6 +17,12 @@
 // and modulus (ember.shape_relations, checked again here) keep v within 128 bits: exact for any
 // int64 reads, as Python's ints are. Relations whose tensors are not checked here stay in Python.
 //
+// With ``plain_modules=k``, the tuple's last k items are modules called as their class's forward
+// with no hooks of their own: each must pass the guard's Python check ``'forward' not in (d :=
+// m.__dict__) and not (d['_forward_hooks'] or d['_forward_pre_hooks'] or d['_backward_hooks'] or
+// d.get('_backward_pre_hooks'))``, evaluated in the same order with the same operations (a table
+// missing among the first three fails, as the KeyError makes the Python guard fail).
+//
 // Anything the C++ side cannot read (a sparse or nested tensor's strides, say) is a mismatch,
 // never an exception: the guard then fails and the call recompiles.
 #include <Python.h>
@@ -61,6 +67,7 @@ constexpr int64_t kMaxModulus = int64_t(1) << 62;
 struct Checks {
   std::vector<Spec> specs;
   std::vector<Relation> relations;
+  size_t plain_modules = 0;
 };
 
 struct TensorMatch {
@@ -158,7 +165,14 @@ void TensorMatch_dealloc(TensorMatch* self) {
 int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
   PyObject* specs;
   PyObject* relations = nullptr;
-  if (!PyArg_ParseTuple(args, "O!|O!", &PyTuple_Type, &specs, &PyTuple_Type, &relations)) return -1;
+  Py_ssize_t plain_modules = 0;
+  if (!PyArg_ParseTuple(args, "O!|O!n", &PyTuple_Type, &specs, &PyTuple_Type, &relations, &plain_modules)) {
+    return -1;
+  }
+  if (plain_modules < 0) {
+    PyErr_SetString(PyExc_ValueError, "plain_modules must be >= 0");
+    return -1;
+  }
   if (self->checks != nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "a TensorMatch is initialised once");
     return -1;
@@ -187,6 +201,7 @@ int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
     if (!read_relation(PyTuple_GET_ITEM(relations, i), parsed->specs, relation)) return fail();
     parsed->relations.push_back(std::move(relation));
   }
+  parsed->plain_modules = (size_t)plain_modules;
   self->checks = parsed;
   return 0;
 }
@@ -241,6 +256,67 @@ bool holds(const Relation& relation, PyObject* tensors) {
   }
 }
 
+// Truthiness of a hook table read with a new reference: 1, 0, or -1 when the read or the
+// test failed (the error cleared).
+int truthy(PyObject* value) {
+  if (value == nullptr) {
+    PyErr_Clear();
+    return -1;
+  }
+  int out = PyObject_IsTrue(value);
+  Py_DECREF(value);
+  if (out < 0) PyErr_Clear();
+  return out;
+}
+
+// The module check of the header: d = m.__dict__, then the operations of the Python expression.
+// A plain dict (what a module's __dict__ is) is read with the dict API, which is what Python's
+// operators do on one; anything else through the generic protocols. Keys are interned once.
+bool plain_module(PyObject* module) {
+  static PyObject* dict_name = PyUnicode_InternFromString("__dict__");
+  static PyObject* forward = PyUnicode_InternFromString("forward");
+  static PyObject* required[] = {PyUnicode_InternFromString("_forward_hooks"),
+                                 PyUnicode_InternFromString("_forward_pre_hooks"),
+                                 PyUnicode_InternFromString("_backward_hooks")};
+  static PyObject* optional = PyUnicode_InternFromString("_backward_pre_hooks");
+  if (dict_name == nullptr || forward == nullptr || required[0] == nullptr || required[1] == nullptr ||
+      required[2] == nullptr || optional == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* d = PyObject_GetAttr(module, dict_name);
+  if (d == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool ok = true;
+  if (PyDict_CheckExact(d)) {
+    int has_forward = PyDict_Contains(d, forward);
+    ok = has_forward == 0;
+    for (size_t i = 0; ok && i < 3; ++i) {
+      PyObject* table = PyDict_GetItemWithError(d, required[i]);  // borrowed
+      if (table == nullptr) {
+        ok = false;  // missing: Python's d[key] raises
+      } else {
+        int t = PyObject_IsTrue(table);
+        ok = t == 0;
+      }
+    }
+    if (ok) {
+      PyObject* table = PyDict_GetItemWithError(d, optional);  // d.get(key): None when missing
+      ok = table == nullptr ? !PyErr_Occurred() : PyObject_IsTrue(table) == 0;
+    }
+  } else {
+    int has_forward = PySequence_Contains(d, forward);
+    ok = has_forward == 0;
+    for (size_t i = 0; ok && i < 3; ++i) ok = truthy(PyObject_GetItem(d, required[i])) == 0;
+    if (ok) ok = truthy(PyObject_CallMethod(d, "get", "O", optional)) == 0;
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  Py_DECREF(d);
+  return ok;
+}
+
 PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) {
   PyObject* tensors;
   if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &tensors)) return nullptr;
@@ -249,8 +325,9 @@ PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) 
     return nullptr;
   }
   const std::vector<Spec>& specs = self->checks->specs;
-  if ((size_t)PyTuple_GET_SIZE(tensors) != specs.size()) {
-    PyErr_SetString(PyExc_ValueError, "expected one tensor per spec");
+  const size_t modules = self->checks->plain_modules;
+  if ((size_t)PyTuple_GET_SIZE(tensors) != specs.size() + modules) {
+    PyErr_SetString(PyExc_ValueError, "expected one tensor per spec, then the plain modules");
     return nullptr;
   }
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -258,6 +335,9 @@ PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) 
   }
   for (const Relation& relation : self->checks->relations) {
     if (!holds(relation, tensors)) Py_RETURN_FALSE;
+  }
+  for (size_t i = 0; i < modules; ++i) {
+    if (!plain_module(PyTuple_GET_ITEM(tensors, specs.size() + i))) Py_RETURN_FALSE;
   }
   Py_RETURN_TRUE;
 }
@@ -287,7 +367,7 @@ PyMODINIT_FUNC PyInit_ember_tensor_match() {
   TensorMatchType.tp_name = "ember_tensor_match.TensorMatch";
   TensorMatchType.tp_basicsize = sizeof(TensorMatch);
   TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT;
-  TensorMatchType.tp_doc = "TensorMatch(specs, relations=())(tensors) -> bool";
+  TensorMatchType.tp_doc = "TensorMatch(specs, relations=(), plain_modules=0)(tensors + modules) -> bool";
   TensorMatchType.tp_new = PyType_GenericNew;
   TensorMatchType.tp_init = (initproc)TensorMatch_init;
   TensorMatchType.tp_dealloc = (destructor)TensorMatch_dealloc;

@@ -190,3 +190,60 @@ def test_native_dir_is_checked_itself_not_its_parent(tmp_path, monkeypatch, capl
         assert any("writable by other users" in r.getMessage() for r in caplog.records)
     finally:
         native_guards.library_path.cache_clear()
+
+
+class _Dict(dict):
+    """A __dict__ replacement whose lookups are its own (the check must use them, as Python does)."""
+
+    def __contains__(self, key: object) -> bool:
+        return key == "forward" or dict.__contains__(self, key)
+
+
+def _modules() -> dict[str, object]:
+    def plain() -> torch.nn.Module:
+        return torch.nn.Linear(2, 2)
+    out = {"plain": plain()}
+    out["forward hook"] = plain()
+    out["forward hook"].register_forward_hook(lambda m, i, o: None)
+    out["pre hook"] = plain()
+    out["pre hook"].register_forward_pre_hook(lambda m, i: None)
+    out["backward hook"] = plain()
+    out["backward hook"].register_full_backward_hook(lambda m, gi, go: None)
+    out["backward pre hook"] = plain()
+    out["backward pre hook"].register_full_backward_pre_hook(lambda m, go: None)
+    out["own forward"] = plain()
+    out["own forward"].forward = lambda x: x
+    for table in ("_forward_hooks", "_backward_hooks", "_backward_pre_hooks"):
+        m = plain()
+        del m.__dict__[table]
+        out[f"no {table}"] = m
+    odd = plain()
+    odd.__dict__ = _Dict(odd.__dict__)
+    out["dict subclass"] = odd
+    out["not a module"] = object()
+    out["int"] = 3
+    return out
+
+
+def _module_accepted(value: object, native: bool, monkeypatch) -> bool:
+    monkeypatch.setattr(config, "native_guards", native)
+    guards = GuardSet()
+    guards.plain_module_call(LocalSource("m"))
+    guard, _ = guards.compile()
+    return guard({"m": value}) is not None
+
+
+def test_native_and_python_module_checks_agree(native, monkeypatch) -> None:
+    """The hook check of a module called as its class's forward, in C++ with the tensors: the
+    same answer as the Python check for hooks of each kind, an own ``forward``, a missing hook
+    table, a ``__dict__`` with its own ``in``, and things that are not modules."""
+    expected = {"plain": True, "no _backward_pre_hooks": True}
+    for name, value in _modules().items():
+        python = _module_accepted(value, False, monkeypatch)
+        cpp = _module_accepted(value, True, monkeypatch)
+        assert python == cpp == expected.get(name, False), (name, python, cpp)
+    monkeypatch.setattr(config, "native_guards", True)
+    guards = GuardSet()
+    guards.plain_module_call(LocalSource("m"))
+    source = guards.compile()[0].__ember_source__
+    assert "'forward' not in" not in source and "tensor_match" in source  # checked in C++
