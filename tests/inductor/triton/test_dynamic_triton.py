@@ -64,8 +64,8 @@ def test_symbolic_row_length_runs_whole_rows_where_they_fit(monkeypatch: pytest.
     forms: list[int] = []
     fitting = TritonLauncher._fitting
 
-    def spy(self: TritonLauncher, bucket: tuple) -> list[int]:
-        out = fitting(self, bucket)
+    def spy(self: TritonLauncher, rows: int, aligned: bool) -> list[int]:
+        out = fitting(self, rows, aligned)
         forms.append(self.configs[out[0]].kwargs()["PERSISTENT"])
         return out
     monkeypatch.setattr(TritonLauncher, "_fitting", spy)
@@ -92,8 +92,8 @@ def test_sizes_that_were_multiples_of_16_are_assumed_so_only_where_they_are(monk
     assumed: list[bool] = []
     fitting = TritonLauncher._fitting
 
-    def spy(self: TritonLauncher, bucket: tuple) -> list[int]:
-        out = fitting(self, bucket)
+    def spy(self: TritonLauncher, rows: int, aligned: bool) -> list[int]:
+        out = fitting(self, rows, aligned)
         assumed.append(bool(self.configs[out[0]].divisible))
         return out
     monkeypatch.setattr(TritonLauncher, "_fitting", spy)

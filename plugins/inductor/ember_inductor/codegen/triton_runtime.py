@@ -176,13 +176,11 @@ class TritonLauncher:
 
     def _call_symbolic(self, args: Sequence[Any]) -> None:
         sizes = [args[i] for i in self.size_pos]
-        bucket = tuple(_bucket(n) for n in sizes)
-        if self.row_fn is not None:
-            bucket += (_bucket(self.row_fn(*sizes)),)
-        if self.divisible:
-            bucket += (all(args[i] % 16 == 0 for i in self.divisible),)
+        rows = _bucket(self.row_fn(*sizes)) if self.row_fn is not None else 0
+        aligned = all(args[i] % 16 == 0 for i in self.divisible)
+        bucket = (*map(_bucket, sizes), rows, aligned)
         if interpreting():
-            index = self._fitting(bucket)[0]
+            index = self._fitting(rows, aligned)[0]
             self.fn[self._grid(index, args)](*args, **self.configs[index].kwargs())
             return None
         launch = self.buckets.get(bucket)
@@ -191,17 +189,16 @@ class TritonLauncher:
         if self._stream is None:
             self._set_stream()
         if any(args[i].data_ptr() & 15 for i in self.check):
-            fitting = self._fitting(bucket)
+            fitting = self._fitting(rows, aligned)
             return self._generic(args, self.choice if self.choice in fitting else fitting[0])
-        self.choice = self._autotune(args, save=False, among=self._fitting(bucket))
+        self.choice = self._autotune(args, save=False, among=self._fitting(rows, aligned))
         launch = self.buckets[bucket] = self._make_launch(self.choice)
         return launch(*args)
 
-    def _fitting(self, bucket: tuple) -> list[int]:
-        """Configurations valid for every call of ``bucket``: a persistent one holds its rows, one
-        compiled for sizes that are multiples of 16 gets such sizes."""
-        aligned = bucket[-1] if self.divisible else True
-        rows = bucket[-1 - bool(self.divisible)] if self.row_fn is not None else 0
+    def _fitting(self, rows: int, aligned: bool) -> list[int]:
+        """Configurations valid for every call of a bucket whose rows round up to ``rows`` and
+        whose sizes are (``aligned``) or not all multiples of 16 where configurations assume so:
+        a persistent one must hold the rows, a divisible one get aligned sizes."""
         return [i for i, c in enumerate(self.configs)
                 if (not c.rmax or rows <= c.rmax) and (aligned or not c.divisible)]
 
