@@ -8,6 +8,7 @@ import os
 import re
 
 import pytest
+import sympy
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -54,3 +55,59 @@ def test_bias_over_13_keys_gets_a_stride_of_16(mode: str) -> None:
     else:  # rounded up at run time: (keys + 7) // 8 * 8
         assert strides[1:] == ["0", strides[0], "1"] and "// 8" in strides[0]
     assert re.search(rf"reinterpret\({bias.group(1)}, \({bias.group(2)}, \w+, 1, {bias.group(3)}, \)", call)  # heads: 0
+
+
+def _decoding_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1, 1, 1)], -1)  # the past keys and the new one
+    return _attention(q, k, v, mask)
+
+
+def test_bias_over_past_plus_one_keys_keeps_the_heads_broadcast() -> None:
+    """A decoding step's mask covers ``past + 1`` keys, whose rounded-up stride sympy writes as
+    ``8 + 8 * (past // 8)``: still a multiple of 8. Before, that sum was taken for unaligned,
+    the heads were laid out per head while the buffer was allocated for one: GPT-2's
+    ``generate()`` on the GPU failed with "setStorage ... out of bounds" at the first
+    symbolic decoding step."""
+    q, k, v = torch.randn(2, 4, 1, 16), torch.randn(2, 4, 14, 16), torch.randn(2, 4, 14, 16)
+    mask = torch.rand(2, 1, 1, 13) > 0.2
+    gm = make_fx(_decoding_attention, tracing_mode="symbolic")(q, k, v, mask)
+    with symbolic.using_hints(symbolic.shape_env_of(gm)):
+        scheduler = Scheduler(GraphLowering(gm).run())
+        prepared = CppBackend().prepare(scheduler)
+        call = WrapperCodegen(scheduler, prepared.kernels, torch.device("cpu"), prepared.tensor_args).generate()
+    call = call.split("def call_checked")[0]
+    bias = re.search(r"(b\d+) = empty_strided\(\((\w+), 1, 1, \(1 \+ (\w+)\), \), \((.*), \), dtype", call)
+    assert bias, call
+    strides = bias.group(4).split(", ")
+    assert strides[1] == "0" and strides[3] == "1", strides
+    view = re.search(rf"reinterpret\({bias.group(1)}, \(\w+, \w+, 1, \(1 \+ \w+\), \), \((.*?), \), 0\)", call)
+    assert view and view.group(1).split(", ")[1] == "0", call
+
+
+def test_aligned_strides_of_symbolic_sums() -> None:
+    past = sympy.Symbol("past", integer=True, positive=True)
+    strides = aligned_strides([2, 4, 1, past + 1], [False, True, False, False])
+    assert strides[1] == 0 and strides[3] == 1
+    assert all(strides[2].subs(past, n) % 8 == 0 and strides[2].subs(past, n) >= n + 1 for n in range(1, 40))
+
+
+def _padded_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """What ``scaled_dot_product_attention`` on CUDA traces to (``preprocess_mask``): the bias
+    padded to a multiple of 8 keys, sliced back, expanded over heads."""
+    bias = torch.where(mask, 0.0, float("-inf"))
+    keys = bias.shape[-1]
+    bias = aten.constant_pad_nd(bias, [0, (8 - keys % 8) % 8])[..., :keys]
+    return aten._scaled_dot_product_efficient_attention(q, k, v, bias.expand(q.shape[0], q.shape[1], 1, keys), False)[0]
+
+
+def test_symbolic_pad_and_slice_of_the_bias_is_one_kernel() -> None:
+    """The padding ``(8 - s % 8) % 8`` is known not to be negative and the slice back to ``s``
+    to lie inside it, so both lower (before: each ran as an aten call, with a buffer each)."""
+    q, k, v = torch.randn(2, 4, 1, 16), torch.randn(2, 4, 13, 16), torch.randn(2, 4, 13, 16)
+    gm = make_fx(_padded_attention, tracing_mode="symbolic")(q, k, v, torch.rand(2, 1, 1, 13) > 0.2)
+    with symbolic.using_hints(symbolic.shape_env_of(gm)):
+        scheduler = Scheduler(GraphLowering(gm).run())
+        prepared = CppBackend().prepare(scheduler)
+        call = WrapperCodegen(scheduler, prepared.kernels, torch.device("cpu"), prepared.tensor_args).generate()
+    call = call.split("def call_checked")[0]
+    assert len(re.findall(r"\bc\d+\(", call)) == 1 and len(re.findall(r"\bkernel\d+\(", call)) == 1, call

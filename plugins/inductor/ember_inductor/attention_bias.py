@@ -36,9 +36,11 @@ def _round_up(n: Any) -> sympy.Expr:
 
 
 def _aligned(n: Any) -> bool:
-    n = sympy.sympify(n)
-    return n == 0 or (n.is_Integer and int(n) % ALIGNMENT == 0) or (
-        n.is_Mul and any(a.is_Integer and int(a) % ALIGNMENT == 0 for a in n.args))
+    """Whether ``n`` is a multiple of ``ALIGNMENT`` for every value of its symbols: each term of
+    its expanded sum has such an integer factor (``8 * ((s + 8) // 8)`` is ``8 + 8 * (s // 8)``
+    once sympy has simplified it)."""
+    terms = sympy.Add.make_args(sympy.expand(sympy.sympify(n)))
+    return all(t.as_coeff_Mul()[0].is_Integer and int(t.as_coeff_Mul()[0]) % ALIGNMENT == 0 for t in terms)
 
 
 def aligned_strides(size: Sequence[Any], expanded: Sequence[bool]) -> list[sympy.Expr]:
@@ -75,13 +77,13 @@ def aligned_bias(value: ir.IRNode, traced: Any, new_buffer: Callable[[ir.Pointwi
         if all(sympy.sympify(a) == b for s, a, b in zip(size, layout.stride, strides) if s != 1) \
                 and _aligned(layout.offset):
             return value.as_tensor_arg()
-    compact = [sympy.S.One if e else sympy.sympify(s) for s, e in zip(size, expanded)]
+    kept = [e and st == 0 for e, st in zip(expanded, strides)]  # broadcast dimensions left at stride 0
+    compact = [sympy.S.One if k else sympy.sympify(s) for s, k in zip(size, kept)]
     load = value.make_loader()
 
     def inner(idx: Sequence[Any]) -> Any:
-        return load([sympy.S.Zero if e else i for i, e in zip(idx, expanded)])
-    buf = new_buffer(ir.Pointwise(compact, value.get_dtype(), inner), [sympy.S.Zero if e else st
-                                                                       for st, e in zip(strides, expanded)])
-    if not any(expanded):
+        return load([sympy.S.Zero if k else i for i, k in zip(idx, kept)])
+    buf = new_buffer(ir.Pointwise(compact, value.get_dtype(), inner), strides)
+    if not any(kept):
         return buf
     return ir.ReinterpretView(buf, ir.Layout(size, strides, value.get_dtype(), 0))

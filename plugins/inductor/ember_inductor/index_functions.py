@@ -139,10 +139,13 @@ class FloorDiv(sympy.Function):
 
 
 class ModularIndexing(sympy.Function):
-    """``(base // divisor) % modulus`` for non-negative integer ``base``, positive divisor and modulus."""
+    """``(base // divisor) % modulus`` for non-negative integer ``base``, positive divisor and modulus.
+    In ``[0, modulus)`` whatever the base (Python's ``%``): a padding of ``(8 - s % 8) % 8`` is
+    known not to be negative, and a slice back to ``s`` known to lie inside the padded size."""
 
     nargs = (3,)
     is_integer = True
+    is_nonnegative = True
 
     @classmethod
     def eval(cls, base: Expr, divisor: Expr, modulus: Expr) -> Expr | None:
