@@ -35,11 +35,14 @@ SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 FALLBACK_HINT = 4096
 
 #: Whether this torch's symbolic tracing is the one ember_aot and the inductor are checked
-#: against (CI's torch 2.13). On torch 2.11 (the GPU machine, 2026-11-25) symbolic joint traces
-#: gave wrong views and a NaN loss in the tests: there a dynamic graph that needs gradients is
-#: compiled per concrete shape instead (correct, as before dynamic shapes; one compile per size),
-#: and a graph first compiled without them is traced symbolically but runs its calls that need
-#: gradients eagerly. (The unaligned SDPA bias seen then was the inductor's: attention_bias.)
+#: against (CI's torch 2.13). On torch 2.11 (the GPU machine) a joint trace pins sizes: there
+#: ``torch.matmul`` with gradients reads its operands' sizes through ``aten.size.default``,
+#: whose fake-tensor handler makes ints of them, so the shape environment replaces the sequence
+#: symbol by the example's value (``Eq(s36, 5)``, traced 2026-11-27 with the symbolic tests
+#: forced on: 8 of 51 failed, a view of the example's size at other sizes and a NaN loss). So
+#: there a dynamic graph that needs gradients is compiled per concrete shape instead (correct,
+#: one compile per size), and a graph first compiled without them is traced symbolically but
+#: runs its calls that need gradients eagerly.
 SYMBOLIC_TRACING = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
 
 

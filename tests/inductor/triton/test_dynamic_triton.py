@@ -116,3 +116,29 @@ def test_an_index_with_a_max_of_sizes_prints_as_tl_maximum() -> None:
     _, compiled = compile_symbolic(fn, torch.randn(3, 13))
     assert "tl.maximum(" in compiled.source
     assert run_sizes(compiled, fn, [(torch.randn(b, n),) for b, n in [(3, 13), (2, 7), (4, 21)]]) == 0
+
+
+def _size_types(fn, *inputs) -> set[str]:
+    from ember_inductor import symbolic
+    from ember_inductor.codegen.triton_backend import TritonBackend
+    from ember_inductor.graph import GraphLowering
+    from ember_inductor.scheduler import Scheduler
+    from inductor_dynamic_helpers import symbolic_graph
+
+    gm = symbolic_graph(fn, *inputs)
+    with symbolic.using_hints(symbolic.shape_env_of(gm)):
+        kernels = [k for _, k, _ in TritonBackend().generate(Scheduler(GraphLowering(gm).run()))]
+        return {t for k in kernels for name, t in k.signature().items() if name in k.size_params}
+
+
+def test_sizes_are_32_bit_arguments_where_indices_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where every extent is guarded to fit 32 bits the sizes are ``i32`` arguments, so that
+    ``xnumel`` and the masks are 32-bit (an ``i64`` size made every mask compare 64-bit: the
+    dynamic pointwise chain ran 1.13x its specialised time on the H200); else ``i64``."""
+    from ember_inductor.codegen import triton as triton_codegen
+
+    def chain(x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x * 1.1 + 0.1) - torch.sigmoid(x) * 0.5
+    assert _size_types(chain, torch.randn(40, 60)) == {"i32"}
+    monkeypatch.setattr(triton_codegen, "INT32_MAX", 1000)
+    assert _size_types(chain, torch.randn(40, 60)) == {"i64"}

@@ -8,7 +8,7 @@ the row length rounded up to a power of two, every reduction stage reuses the lo
 walked in ``RBLOCK`` chunks by one loop per stage. Ragged edges are masked. Indices are int32
 when every offset fits, int64 otherwise. Half and bfloat16 values are computed in float32.
 
-Symbolic sizes are kernel arguments (``s0: i64``): ``xnumel``/``rnumel`` and the indices are
+Symbolic sizes are kernel arguments (``s0: i32``, or ``i64`` with 64-bit indices): ``xnumel``/``rnumel`` and the indices are
 expressions of them, the grid is computed from them at each launch (``grid`` gives Python
 source then), block sizes are not capped by the example's size, and 32-bit indices are used only
 under a guard that the extent fits. A reduction over a symbolic length is looped, and where the
@@ -41,6 +41,8 @@ PERSISTENT_MAX = 4096
 TL = {torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
       torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32",
       torch.int16: "tl.int16", torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1"}
+#: Signature types of symbolic sizes (``i64`` where indices are 64-bit).
+SIZE_TYPES = ("i32", "i64")
 #: Pointer types of the kernel signature (for ``triton.compile``).
 SIGNATURE = {torch.float32: "*fp32", torch.float64: "*fp64", torch.float16: "*fp16",
              torch.bfloat16: "*bf16", torch.int64: "*i64", torch.int32: "*i32", torch.int16: "*i16",
@@ -739,10 +741,12 @@ class TritonKernel:
         return self._header() + self.scope.lines
 
     def signature(self) -> dict[str, str]:
-        """Argument types for ``triton.compile`` (pointers, then sizes; block sizes are constexprs)."""
+        """Argument types for ``triton.compile`` (pointers, then sizes; block sizes are constexprs).
+        Sizes are ``i32`` where the indices are (every extent guarded to fit: no size or product
+        of sizes in an index exceeds it), so ``xnumel`` and the masks stay 32-bit."""
         sig = {self.params[n]: SIGNATURE[self.buffers[n].get_dtype()] for n in self.params}
         for name in self.size_params:
-            sig[name] = "i64"
+            sig[name] = "i64" if self.int64 else "i32"
         for name, _ in self.configs()[0].meta:
             sig[name] = "constexpr"
         return sig

@@ -15,7 +15,7 @@ loaded once, by the thread that loads the binary. Later calls go straight to the
 launcher with a precomputed grid. Under ``TRITON_INTERPRET=1`` kernels run through Triton's
 interpreter with their first configuration.
 
-A kernel with symbolic sizes takes them as ``i64`` arguments; its grid is computed from them at
+A kernel with symbolic sizes takes them as ``i32`` (or ``i64``) arguments; its grid is computed from them at
 each launch, and it is autotuned once per size bucket (the next powers of two of its sizes),
 without storing the choice (it depends on the sizes). Where the example's sizes were multiples
 of 16, its configurations are compiled assuming so (``LaunchConfig.divisible``: loads along
@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 import torch
 from ember.disk_cache import work_dir
 
-from .triton import LaunchConfig
+from .triton import SIZE_TYPES, LaunchConfig
 from .triton_compile import (Job, KernelRef, binary_context, binary_ext, compile_kernel, import_kernel, load_compiled,
                              pool, precompile)
 from .triton_device import interpreting
@@ -110,8 +110,8 @@ class TritonLauncher:
         self.signature = signature
         self.configs = configs
         self.grids = grids
-        self.size_pos = tuple(i for i, t in enumerate(signature.values()) if t == "i64")
-        sizes = [name for name, t in signature.items() if t == "i64"]
+        self.size_pos = tuple(i for i, t in enumerate(signature.values()) if t in SIZE_TYPES)
+        sizes = [name for name, t in signature.items() if t in SIZE_TYPES]
         self.grid_fns = [_grid_fn(g, sizes) for g in grids]
         self.row_fn = _sizes_fn(row_length, sizes) if row_length else None
         # sizes some configurations assume multiples of 16 (LaunchConfig.divisible)
