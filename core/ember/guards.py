@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import native_guards
-from .capture.sources import Constants, Source, literal
+from .capture.sources import AttrSource, Constants, Source, literal
 from .shape_relations import OPS, Linear
 
 GuardFn = Callable[[dict], "tuple | None"]
@@ -50,6 +50,10 @@ class Check:
     relations: tuple[Linear, ...] | None = None
     #: A module called as its class's forward with no hooks: checked in C++ with the tensors.
     plain_module: bool = False
+    #: For a constant attribute (``type(a) is T and a == v``, or a tuple of primitives): (type,
+    #: value, item types or None), checked in C++ on the attribute's object when its source is
+    #: an attribute.
+    constant: tuple | None = None
 
     def expr(self, consts: Constants) -> str:
         return self.template.format(*(f"({s.expr(consts)})" for s in self.sources))
@@ -64,12 +68,13 @@ class GuardSet:
         self._seen: set[tuple[str, str]] = set()
 
     def _add(self, kind: str, sources: tuple[Source, ...], template: str, description: str,
-             tensor_spec: tuple | None = None) -> None:
+             tensor_spec: tuple | None = None, constant: tuple | None = None) -> None:
         key = (kind, "|".join(s.describe() for s in sources))
         if key in self._seen:
             return
         self._seen.add(key)
-        self.checks.append(Check(template, sources, description, tensor_spec, plain_module=kind == "plain_call"))
+        self.checks.append(Check(template, sources, description, tensor_spec, plain_module=kind == "plain_call",
+                                 constant=constant))
 
     def type_match(self, source: Source, value: Any) -> None:
         t = self.consts.name(type(value), "t")
@@ -78,17 +83,21 @@ class GuardSet:
     def equals(self, source: Source, value: Any) -> None:
         """Type and value in one check (``True != 1``, ``1.0 != 1`` here)."""
         t = self.consts.name(type(value), "t")
+        constant = None
         if isinstance(value, float) and value != value:
             test = "{0} != {0}"
         elif (text := literal(value)) is not None:
             test = "{0} == " + text.replace("{", "{{").replace("}", "}}")
+            constant = (type(value), value, None)
         elif isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
             test = f"{{0}} is {self.consts.name(value, 'v')}"
         elif isinstance(value, (set, frozenset)):  # a copy (the set may change), in its iteration order
             test = f"tuple({{0}}) == {self.consts.name(tuple(value), 'v')}"
         else:
             test = f"{{0}} == {self.consts.name(value, 'v')}"
-        self._add("equals", (source,), f"type({{0}}) is {t} and {test}", f"{source.describe()} == {value!r}")
+            constant = (type(value), value, None)
+        self._add("equals", (source,), f"type({{0}}) is {t} and {test}", f"{source.describe()} == {value!r}",
+                  constant=constant)
 
     def constant_tuple(self, source: Source, value: tuple) -> None:
         """A tuple of primitives: the very same (immutable) tuple object, or an equal tuple whose
@@ -96,7 +105,8 @@ class GuardSet:
         c = self.consts.name(value, "v")
         types = self.consts.name(tuple(type(v) for v in value), "v")
         same = f"type({{0}}) is tuple and {{0}} == {c} and tuple(map(type, {{0}})) == {types}"
-        self._add("equals", (source,), f"{{0}} is {c} or ({same})", f"{source.describe()} == {value!r}")
+        self._add("equals", (source,), f"{{0}} is {c} or ({same})", f"{source.describe()} == {value!r}",
+                  constant=(tuple, value, tuple(type(v) for v in value)))
 
     def identity(self, source: Source, value: Any) -> None:
         """Same object; held through a weak reference where the object allows it."""
@@ -281,23 +291,29 @@ class _GuardWriter:
         native = [c for c in checks if self.tensor_match is not None and c.tensor_spec is not None
                   and c.tensor_spec[0] in _NATIVE_TYPES]
         modules = [c for c in checks if self.tensor_match is not None and c.plain_module]
+        constants = [c for c in checks if self.tensor_match is not None and c.constant is not None
+                     and isinstance(c.sources[0], AttrSource)]
         position = {_key(c.sources[0]): i for i, c in enumerate(native)}
-        in_native = {id(c) for c in native + modules}
+        in_native = {id(c) for c in native + modules + constants}
         relations: list[tuple] = []
         for check in checks:
             if check.relations is not None and native and \
                     all(_key(read[0]) in position for r in check.relations for read, _ in r.terms):
                 relations.extend(_packed(r, position) for r in check.relations)
                 continue
-            local_names = [self.local(s) for s in check.sources]
             if id(check) in in_native:
+                if check.constant is None or not isinstance(check.sources[0], AttrSource):
+                    self.local(check.sources[0])
                 continue
+            local_names = [self.local(s) for s in check.sources]
             test = check.template.format(*local_names)
             self.lines.append(f"        if not ({test}):\n            return None")
-        if native or modules:
+        if native or modules or constants:
             specs = tuple(c.tensor_spec for c in native)
-            match = self.consts.name(self.tensor_match(specs, tuple(relations), len(modules)), "tensor_match")
+            attrs = tuple((c.sources[0].attr, *c.constant) for c in constants)
+            match = self.consts.name(self.tensor_match(specs, tuple(relations), len(modules), attrs), "tensor_match")
             tensors = "".join(f"{self.local(c.sources[0])}, " for c in native + modules)
+            tensors += "".join(f"{self.local(c.sources[0].base)}, " for c in constants)
             self.lines.append(f"        if not {match}(({tensors})):\n            return None")
         values = "".join(f"{self.local(s)}, " for s in inputs)
         body = "\n".join(self.lines) or "        pass"

@@ -23,6 +23,13 @@
 // d.get('_backward_pre_hooks'))``, evaluated in the same order with the same operations (a table
 // missing among the first three fails, as the KeyError makes the Python guard fail).
 //
+// With ``constants=((name, type, value, item_types), ...)``, the tuple ends with one object per
+// constant, whose attribute ``name`` must pass the guard's Python check of a constant attribute:
+// ``type(a) is type and a == value`` (item_types None), or for a tuple of primitives ``a is
+// value or (type(a) is tuple and a == value and tuple(map(type, a)) == item_types)``. The
+// attribute is read with PyObject_GetAttr (Python's ``obj.name``), compared with
+// PyObject_RichCompare (Python's ``==``, no identity shortcut, so a NaN never equals itself).
+//
 // Anything the C++ side cannot read (a sparse or nested tensor's strides, say) is a mismatch,
 // never an exception: the guard then fails and the call recompiles.
 #include <Python.h>
@@ -64,11 +71,51 @@ constexpr int64_t kMaxCoefficient = int64_t(1) << 32;
 constexpr size_t kMaxTerms = 32;
 constexpr int64_t kMaxModulus = int64_t(1) << 62;
 
+struct Constant {
+  PyObject* name;        // interned attribute name, a strong reference
+  PyTypeObject* type;    // a strong reference
+  PyObject* value;       // a strong reference
+  PyObject* item_types;  // a tuple of types (a tuple constant), or nullptr; a strong reference
+};
+
 struct Checks {
   std::vector<Spec> specs;
   std::vector<Relation> relations;
   size_t plain_modules = 0;
+  std::vector<Constant> constants;
 };
+
+void release(Checks* checks) {
+  for (Spec& spec : checks->specs) Py_DECREF(spec.type);
+  for (Constant& c : checks->constants) {
+    Py_DECREF(c.name);
+    Py_DECREF(c.type);
+    Py_DECREF(c.value);
+    Py_XDECREF(c.item_types);
+  }
+  delete checks;
+}
+
+bool read_constant(PyObject* item, Constant& constant) {
+  PyObject *name, *type, *value, *item_types;
+  if (!PyArg_ParseTuple(item, "O!O!OO", &PyUnicode_Type, &name, &PyType_Type, &type, &value, &item_types)) {
+    return false;
+  }
+  if (item_types != Py_None && !PyTuple_Check(item_types)) {
+    PyErr_SetString(PyExc_TypeError, "a constant's item types are a tuple or None");
+    return false;
+  }
+  Py_INCREF(name);
+  PyUnicode_InternInPlace(&name);
+  constant.name = name;
+  Py_INCREF(type);
+  constant.type = (PyTypeObject*)type;
+  Py_INCREF(value);
+  constant.value = value;
+  constant.item_types = item_types == Py_None ? nullptr : item_types;
+  Py_XINCREF(constant.item_types);
+  return true;
+}
 
 struct TensorMatch {
   PyObject_HEAD
@@ -155,10 +202,7 @@ bool read_relation(PyObject* item, const std::vector<Spec>& specs, Relation& rel
 }
 
 void TensorMatch_dealloc(TensorMatch* self) {
-  if (self->checks != nullptr) {
-    for (Spec& spec : self->checks->specs) Py_DECREF(spec.type);
-    delete self->checks;
-  }
+  if (self->checks != nullptr) release(self->checks);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -166,7 +210,9 @@ int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
   PyObject* specs;
   PyObject* relations = nullptr;
   Py_ssize_t plain_modules = 0;
-  if (!PyArg_ParseTuple(args, "O!|O!n", &PyTuple_Type, &specs, &PyTuple_Type, &relations, &plain_modules)) {
+  PyObject* constants = nullptr;
+  if (!PyArg_ParseTuple(args, "O!|O!nO!", &PyTuple_Type, &specs, &PyTuple_Type, &relations, &plain_modules,
+                        &PyTuple_Type, &constants)) {
     return -1;
   }
   if (plain_modules < 0) {
@@ -187,8 +233,7 @@ int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
     return -1;
   }
   auto fail = [parsed]() {
-    for (Spec& done : parsed->specs) Py_DECREF(done.type);
-    delete parsed;
+    release(parsed);
     return -1;
   };
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(specs); ++i) {
@@ -200,6 +245,11 @@ int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
     Relation relation;
     if (!read_relation(PyTuple_GET_ITEM(relations, i), parsed->specs, relation)) return fail();
     parsed->relations.push_back(std::move(relation));
+  }
+  for (Py_ssize_t i = 0; constants != nullptr && i < PyTuple_GET_SIZE(constants); ++i) {
+    Constant constant{nullptr, nullptr, nullptr, nullptr};
+    if (!read_constant(PyTuple_GET_ITEM(constants, i), constant)) return fail();
+    parsed->constants.push_back(constant);
   }
   parsed->plain_modules = (size_t)plain_modules;
   self->checks = parsed;
@@ -256,8 +306,8 @@ bool holds(const Relation& relation, PyObject* tensors) {
   }
 }
 
-// Truthiness of a hook table read with a new reference: 1, 0, or -1 when the read or the
-// test failed (the error cleared).
+// Truthiness of a value read (a hook table) or computed (a comparison) with a new reference:
+// 1, 0, or -1 when the read or the test failed (the error cleared).
 int truthy(PyObject* value) {
   if (value == nullptr) {
     PyErr_Clear();
@@ -317,6 +367,37 @@ bool plain_module(PyObject* module) {
   return ok;
 }
 
+// ``a == value`` as Python's operator, then its truth; an error is False.
+bool equal(PyObject* a, PyObject* value) {
+  PyObject* eq = PyObject_RichCompare(a, value, Py_EQ);
+  return eq != nullptr && truthy(eq) == 1;
+}
+
+// The constant check of the header on ``obj.name``.
+bool constant_holds(PyObject* obj, const Constant& c) {
+  PyObject* a = PyObject_GetAttr(obj, c.name);
+  if (a == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool ok;
+  if (c.item_types == nullptr) {
+    ok = Py_TYPE(a) == c.type && equal(a, c.value);
+  } else {
+    ok = a == c.value;
+    if (!ok && PyTuple_CheckExact(a) && equal(a, c.value)) {
+      Py_ssize_t n = PyTuple_GET_SIZE(a);
+      ok = n == PyTuple_GET_SIZE(c.item_types);
+      for (Py_ssize_t i = 0; ok && i < n; ++i) {
+        ok = (PyObject*)Py_TYPE(PyTuple_GET_ITEM(a, i)) == PyTuple_GET_ITEM(c.item_types, i);
+      }
+    }
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  Py_DECREF(a);
+  return ok;
+}
+
 PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) {
   PyObject* tensors;
   if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &tensors)) return nullptr;
@@ -326,8 +407,9 @@ PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) 
   }
   const std::vector<Spec>& specs = self->checks->specs;
   const size_t modules = self->checks->plain_modules;
-  if ((size_t)PyTuple_GET_SIZE(tensors) != specs.size() + modules) {
-    PyErr_SetString(PyExc_ValueError, "expected one tensor per spec, then the plain modules");
+  const std::vector<Constant>& constants = self->checks->constants;
+  if ((size_t)PyTuple_GET_SIZE(tensors) != specs.size() + modules + constants.size()) {
+    PyErr_SetString(PyExc_ValueError, "expected one tensor per spec, then the plain modules, then the constants' objects");
     return nullptr;
   }
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -338,6 +420,9 @@ PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) 
   }
   for (size_t i = 0; i < modules; ++i) {
     if (!plain_module(PyTuple_GET_ITEM(tensors, specs.size() + i))) Py_RETURN_FALSE;
+  }
+  for (size_t i = 0; i < constants.size(); ++i) {
+    if (!constant_holds(PyTuple_GET_ITEM(tensors, specs.size() + modules + i), constants[i])) Py_RETURN_FALSE;
   }
   Py_RETURN_TRUE;
 }
@@ -367,7 +452,7 @@ PyMODINIT_FUNC PyInit_ember_tensor_match() {
   TensorMatchType.tp_name = "ember_tensor_match.TensorMatch";
   TensorMatchType.tp_basicsize = sizeof(TensorMatch);
   TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT;
-  TensorMatchType.tp_doc = "TensorMatch(specs, relations=(), plain_modules=0)(tensors + modules) -> bool";
+  TensorMatchType.tp_doc = "TensorMatch(specs, relations=(), plain_modules=0, constants=())(tensors + modules + objects) -> bool";
   TensorMatchType.tp_new = PyType_GenericNew;
   TensorMatchType.tp_init = (initproc)TensorMatch_init;
   TensorMatchType.tp_dealloc = (destructor)TensorMatch_dealloc;

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import ember
+import ember.capture.sources
 from ember import config, native_guards
 from ember.capture.sources import LocalSource
 from ember.guards import GuardSet
@@ -247,3 +248,109 @@ def test_native_and_python_module_checks_agree(native, monkeypatch) -> None:
     guards.plain_module_call(LocalSource("m"))
     source = guards.compile()[0].__ember_source__
     assert "'forward' not in" not in source and "tensor_match" in source  # checked in C++
+
+
+class _Holder:
+    """An object whose attribute the guard reads (plain, a property, a failing property)."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+class _Raising:
+    @property
+    def value(self) -> object:
+        raise RuntimeError("no value today")
+
+
+class _Module(torch.nn.Module):
+    """``value`` set through ``Module.__setattr__`` (an instance attribute), or, as a parameter,
+    read through ``Module.__getattr__``."""
+
+
+class _Odd:
+    """An object equal to everything, of its own type."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+class _Fails:
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("cannot compare")
+
+    __hash__ = object.__hash__
+
+
+class _Named(tuple):
+    pass
+
+
+_PADDING = (1, 1)
+
+
+def _constant_cases() -> dict[str, tuple[object, object]]:
+    """name -> (the value recorded at capture, the object read at the call)."""
+    nan = float("nan")
+    module = _Module()
+    module.value = 0.1
+    param_module = _Module()
+    param_module.register_parameter("value", torch.nn.Parameter(torch.ones(1)))
+    return {
+        "same float": (0.1, _Holder(0.1)),
+        "other float": (0.1, _Holder(0.2)),
+        "int for float": (1.0, _Holder(1)),
+        "bool for int": (1, _Holder(True)),
+        "int": (3, _Holder(3)),
+        "big int": (2 ** 70, _Holder(2 ** 70)),
+        "str": ("zeros", _Holder("zeros")),
+        "other str": ("zeros", _Holder("reflect")),
+        "none": (None, _Holder(None)),
+        "none for false": (None, _Holder(False)),
+        "true": (True, _Holder(True)),
+        "nan": (nan, _Holder(nan)),
+        "missing": (0.1, object()),
+        "raising property": (0.1, _Raising()),
+        "module attribute": (0.1, module),
+        "module parameter": (0.1, param_module),
+        "odd equality": (_Odd(), _Holder(_Odd())),
+        "failing equality": (_Fails(), _Holder(_Fails())),
+        "same tuple": (_PADDING, _Holder(_PADDING)),
+        "equal tuple": ((1, 1), _Holder(tuple([1, 1]))),
+        "tuple of floats": ((1, 1), _Holder((1.0, 1.0))),
+        "tuple with a bool": ((1, 1), _Holder((1, True))),
+        "longer tuple": ((1, 1), _Holder((1, 1, 1))),
+        "list": ((1, 1), _Holder([1, 1])),
+        "tuple subclass": ((1, 1), _Holder(_Named((1, 1)))),
+        "other tuple": ((1, 1), _Holder((2, 2))),
+    }
+
+
+def _constant_accepted(recorded: object, obj: object, native: bool, monkeypatch) -> tuple[bool, str]:
+    monkeypatch.setattr(config, "native_guards", native)
+    guards = GuardSet()
+    source = ember.capture.sources.AttrSource(LocalSource("o"), "value")
+    if type(recorded) is tuple:
+        guards.constant_tuple(source, recorded)
+    else:
+        guards.equals(source, recorded)
+    guard, _ = guards.compile()
+    return guard({"o": obj}) is not None, guard.__ember_source__
+
+
+def test_native_and_python_constant_attribute_checks_agree(native, monkeypatch) -> None:
+    """A module's constant attributes (``conv.padding == (1, 1)``, ``bn.momentum == 0.1``) are
+    checked in C++ with the tensors: the same answer as the Python check for equal and unequal
+    values, values of another type (``True`` for 1, ``1`` for 1.0), NaN (its own check, in Python), a missing
+    or raising attribute, a module's ``__getattr__``, user-defined and failing ``==``, tuples that
+    are the same object, equal, of other item types or not tuples."""
+    expected_true = {"same float", "int", "big int", "str", "none", "true", "nan", "module attribute",
+                     "odd equality", "same tuple", "equal tuple"}
+    for name, (recorded, obj) in _constant_cases().items():
+        python, _ = _constant_accepted(recorded, obj, False, monkeypatch)
+        cpp, source = _constant_accepted(recorded, obj, True, monkeypatch)
+        assert python == cpp == (name in expected_true), (name, python, cpp)
+        if name in ("same float", "same tuple", "str"):
+            assert ".value" not in source and "tensor_match" in source, source  # read in C++
