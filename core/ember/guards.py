@@ -268,8 +268,9 @@ _NATIVE_TYPES = (torch.Tensor, torch.nn.Parameter)
 class _GuardWriter:
     """Writes the guard as straight-line code, one local per source, each computed once. With
     ``tensor_match`` (the C++ check), the checks of plain tensors, the linear shape relations
-    over their sizes and the hook checks of modules (``plain_module_call``) become one call at
-    the end."""
+    over their sizes, the hook checks of modules (``plain_module_call``) and the constant
+    attributes (``equals``/``constant_tuple`` of an ``AttrSource``, given the attribute's object)
+    become one call at the end."""
 
     def __init__(self, consts: Constants, tensor_match: type | None = None) -> None:
         self.consts = consts
@@ -294,7 +295,8 @@ class _GuardWriter:
         constants = [c for c in checks if self.tensor_match is not None and c.constant is not None
                      and isinstance(c.sources[0], AttrSource)]
         position = {_key(c.sources[0]): i for i, c in enumerate(native)}
-        in_native = {id(c) for c in native + modules + constants}
+        read_in_cpp = {id(c) for c in constants}  # the attribute itself is read in C++
+        in_native = {id(c) for c in native + modules} | read_in_cpp
         relations: list[tuple] = []
         for check in checks:
             if check.relations is not None and native and \
@@ -302,7 +304,7 @@ class _GuardWriter:
                 relations.extend(_packed(r, position) for r in check.relations)
                 continue
             if id(check) in in_native:
-                if check.constant is None or not isinstance(check.sources[0], AttrSource):
+                if id(check) not in read_in_cpp:
                     self.local(check.sources[0])
                 continue
             local_names = [self.local(s) for s in check.sources]
