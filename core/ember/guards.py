@@ -314,9 +314,9 @@ class _GuardWriter:
             specs = tuple(c.tensor_spec for c in native)
             attrs = tuple((c.sources[0].attr, *c.constant) for c in constants)
             match = self.consts.name(self.tensor_match(specs, tuple(relations), len(modules), attrs), "tensor_match")
-            tensors = "".join(f"{self.local(c.sources[0])}, " for c in native + modules)
-            tensors += "".join(f"{self.local(c.sources[0].base)}, " for c in constants)
-            self.lines.append(f"        if not {match}(({tensors})):\n            return None")
+            objects = "".join(f"{self.local(c.sources[0])}, " for c in native + modules)
+            objects += "".join(f"{self.local(c.sources[0].base)}, " for c in constants)  # their attributes
+            self.lines.append(f"        if not {match}(({objects})):\n            return None")
         values = "".join(f"{self.local(s)}, " for s in inputs)
         body = "\n".join(self.lines) or "        pass"
         return (f"def {name}(L):\n    try:\n{body}\n        return ({values})\n"

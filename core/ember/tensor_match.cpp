@@ -409,7 +409,8 @@ PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) 
   const size_t modules = self->checks->plain_modules;
   const std::vector<Constant>& constants = self->checks->constants;
   if ((size_t)PyTuple_GET_SIZE(tensors) != specs.size() + modules + constants.size()) {
-    PyErr_SetString(PyExc_ValueError, "expected one tensor per spec, then the plain modules, then the constants' objects");
+    PyErr_SetString(PyExc_ValueError,
+                    "expected one tensor per spec, then the plain modules, then the constants' objects");
     return nullptr;
   }
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -452,7 +453,8 @@ PyMODINIT_FUNC PyInit_ember_tensor_match() {
   TensorMatchType.tp_name = "ember_tensor_match.TensorMatch";
   TensorMatchType.tp_basicsize = sizeof(TensorMatch);
   TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT;
-  TensorMatchType.tp_doc = "TensorMatch(specs, relations=(), plain_modules=0, constants=())(tensors + modules + objects) -> bool";
+  TensorMatchType.tp_doc =
+      "TensorMatch(specs, relations=(), plain_modules=0, constants=())(tensors + modules + objects) -> bool";
   TensorMatchType.tp_new = PyType_GenericNew;
   TensorMatchType.tp_init = (initproc)TensorMatch_init;
   TensorMatchType.tp_dealloc = (destructor)TensorMatch_dealloc;

@@ -27,14 +27,18 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Te
     return aten._scaled_dot_product_efficient_attention(q, k, v, bias, False)[0]
 
 
-def _wrapper(mode: str, keys: int) -> str:
-    q, k, v = torch.randn(2, 4, 1, 16), torch.randn(2, 4, keys, 16), torch.randn(2, 4, keys, 16)
-    mask = torch.rand(2, 1, 1, keys) > 0.2
-    gm = make_fx(_attention, tracing_mode=mode)(q, k, v, mask)
+def _generated(fn, mode: str, *inputs: torch.Tensor) -> str:
+    """The wrapper the C++ backend generates for ``fn`` traced with ``mode`` on ``inputs``."""
+    gm = make_fx(fn, tracing_mode=mode)(*inputs)
     with symbolic.using_hints(symbolic.shape_env_of(gm)):
         scheduler = Scheduler(GraphLowering(gm).run())
         prepared = CppBackend().prepare(scheduler)
         return WrapperCodegen(scheduler, prepared.kernels, torch.device("cpu"), prepared.tensor_args).generate()
+
+
+def _wrapper(mode: str, keys: int) -> str:
+    q, k, v = torch.randn(2, 4, 1, 16), torch.randn(2, 4, keys, 16), torch.randn(2, 4, keys, 16)
+    return _generated(_attention, mode, q, k, v, torch.rand(2, 1, 1, keys) > 0.2)
 
 
 def test_aligned_strides() -> None:
@@ -70,12 +74,7 @@ def test_bias_over_past_plus_one_keys_keeps_the_heads_broadcast() -> None:
     symbolic decoding step."""
     q, k, v = torch.randn(2, 4, 1, 16), torch.randn(2, 4, 14, 16), torch.randn(2, 4, 14, 16)
     mask = torch.rand(2, 1, 1, 13) > 0.2
-    gm = make_fx(_decoding_attention, tracing_mode="symbolic")(q, k, v, mask)
-    with symbolic.using_hints(symbolic.shape_env_of(gm)):
-        scheduler = Scheduler(GraphLowering(gm).run())
-        prepared = CppBackend().prepare(scheduler)
-        call = WrapperCodegen(scheduler, prepared.kernels, torch.device("cpu"), prepared.tensor_args).generate()
-    call = call.split("def call_checked")[0]
+    call = _generated(_decoding_attention, "symbolic", q, k, v, mask).split("def call_checked")[0]
     bias = re.search(r"(b\d+) = empty_strided\(\((\w+), 1, 1, \(1 \+ (\w+)\), \), \((.*), \), dtype", call)
     assert bias, call
     strides = bias.group(4).split(", ")
@@ -104,10 +103,6 @@ def test_symbolic_pad_and_slice_of_the_bias_is_one_kernel() -> None:
     """The padding ``(8 - s % 8) % 8`` is known not to be negative and the slice back to ``s``
     to lie inside it, so both lower (before: each ran as an aten call, with a buffer each)."""
     q, k, v = torch.randn(2, 4, 1, 16), torch.randn(2, 4, 13, 16), torch.randn(2, 4, 13, 16)
-    gm = make_fx(_padded_attention, tracing_mode="symbolic")(q, k, v, torch.rand(2, 1, 1, 13) > 0.2)
-    with symbolic.using_hints(symbolic.shape_env_of(gm)):
-        scheduler = Scheduler(GraphLowering(gm).run())
-        prepared = CppBackend().prepare(scheduler)
-        call = WrapperCodegen(scheduler, prepared.kernels, torch.device("cpu"), prepared.tensor_args).generate()
-    call = call.split("def call_checked")[0]
+    mask = torch.rand(2, 1, 1, 13) > 0.2
+    call = _generated(_padded_attention, "symbolic", q, k, v, mask).split("def call_checked")[0]
     assert len(re.findall(r"\bc\d+\(", call)) == 1 and len(re.findall(r"\bkernel\d+\(", call)) == 1, call

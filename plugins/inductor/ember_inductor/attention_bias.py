@@ -18,6 +18,7 @@ import sympy
 import torch
 
 from . import ir
+from .index_functions import terms
 from .indexing import FloorDiv
 
 aten = torch.ops.aten
@@ -39,8 +40,8 @@ def _aligned(n: Any) -> bool:
     """Whether ``n`` is a multiple of ``ALIGNMENT`` for every value of its symbols: each term of
     its expanded sum has such an integer factor (``8 * ((s + 8) // 8)`` is ``8 + 8 * (s // 8)``
     once sympy has simplified it)."""
-    terms = sympy.Add.make_args(sympy.expand(sympy.sympify(n)))
-    return all(t.as_coeff_Mul()[0].is_Integer and int(t.as_coeff_Mul()[0]) % ALIGNMENT == 0 for t in terms)
+    coeffs = terms(sympy.expand(sympy.sympify(n))).values()
+    return all(c.is_Integer and int(c) % ALIGNMENT == 0 for c in coeffs)
 
 
 def aligned_strides(size: Sequence[Any], expanded: Sequence[bool]) -> list[sympy.Expr]:

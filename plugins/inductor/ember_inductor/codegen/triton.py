@@ -8,13 +8,14 @@ the row length rounded up to a power of two, every reduction stage reuses the lo
 walked in ``RBLOCK`` chunks by one loop per stage. Ragged edges are masked. Indices are int32
 when every offset fits, int64 otherwise. Half and bfloat16 values are computed in float32.
 
-Symbolic sizes are kernel arguments (``s0: i32``, or ``i64`` with 64-bit indices): ``xnumel``/``rnumel`` and the indices are
-expressions of them, the grid is computed from them at each launch (``grid`` gives Python
-source then), block sizes are not capped by the example's size, and 32-bit indices are used only
-under a guard that the extent fits. A reduction over a symbolic length is looped, and where the
-example's rows fit in registers it is also generated persistent in the same function (``dual``:
-the constexpr ``PERSISTENT`` picks the form; the launcher takes the persistent one for rows up to
-the example's length rounded up to a power of two, as the specialised kernel would be).
+Symbolic sizes are kernel arguments (``s0: i32``, or ``i64`` with 64-bit indices):
+``xnumel``/``rnumel`` and the indices are expressions of them, the grid is computed from them at
+each launch (``grid`` gives Python source then), block sizes are not capped by the example's
+size, and 32-bit indices are used only under a guard that the extent fits. A reduction over a
+symbolic length is looped, and where the example's rows fit in registers it is also generated
+persistent in the same function (``dual``: the constexpr ``PERSISTENT`` picks the form; the
+launcher takes the persistent one for rows up to the example's length rounded up to a power of
+two, as the specialised kernel would be).
 """
 from __future__ import annotations
 

@@ -15,13 +15,14 @@ loaded once, by the thread that loads the binary. Later calls go straight to the
 launcher with a precomputed grid. Under ``TRITON_INTERPRET=1`` kernels run through Triton's
 interpreter with their first configuration.
 
-A kernel with symbolic sizes takes them as ``i32`` (or ``i64``) arguments; its grid is computed from them at
-each launch, and it is autotuned once per size bucket (the next powers of two of its sizes),
-without storing the choice (it depends on the sizes). Where the example's sizes were multiples
-of 16, its configurations are compiled assuming so (``LaunchConfig.divisible``: loads along
-them vectorize), with a generic fallback for calls whose sizes are not. A dual reduction (persistent and looped
-forms in one function) adds its row length's bucket to the key, and a persistent configuration
-competes only in buckets whose rows it holds whole (``LaunchConfig.rmax``).
+A kernel with symbolic sizes takes them as ``i32`` (or ``i64``) arguments; its grid is computed
+from them at each launch, and it is autotuned once per size bucket (the next powers of two of
+its sizes), without storing the choice (it depends on the sizes). Where the example's sizes were
+multiples of 16, its configurations are compiled assuming so (``LaunchConfig.divisible``: loads
+along them vectorize), with a generic fallback for calls whose sizes are not. A dual reduction
+(persistent and looped forms in one function) adds its row length's bucket to the key, and a
+persistent configuration competes only in buckets whose rows it holds whole
+(``LaunchConfig.rmax``).
 """
 from __future__ import annotations
 
