@@ -93,6 +93,14 @@ CASES = {
         inputs=(Input("x0", "float32", (3, 4), requires_grad=True),),
         stmts=("v3 = x0.tanh()", "v4 = v3.roll(0, 1)", "v9 = v4.amax(dim=-1)"),
         outputs=("v9",), seed=1202)),
+    # x.long() as a float: gcc (-fno-trapping-math) compiles the round trip float -> int64 ->
+    # float as trunc(x), which keeps the sign of a zero: every x in (-1, 0) became -0.0 and
+    # atan2(-0.0, -0.0) is -pi where eager's +0.0 gives 0 (found by the fuzzer, seed 20261148).
+    "long_then_float_zero_sign": Case(("eager", "aot_eager", "inductor"), Program(
+        inputs=(Input("x0", "float32", (5, 4)),),
+        stmts=("v1 = x0.long()", "v2 = v1[[2, 2, 2]]", "v3 = v1.type_as(v2)", "v5 = torch.atan2(v1, v3)",
+               "v7 = torch.log((v5.abs() + 1))"),
+        outputs=("v7",), seed=20261148)),
 }
 
 

@@ -54,8 +54,19 @@ static inline uint16_t float_to_half(float f) {
   return (uint16_t)(sign | bits);
 }
 // A conversion: from bool by a select (gcc 12 does not vectorize a bool -> float conversion).
+// An integer as a float is never -0.0, but with -fno-trapping-math gcc compiles the round trip
+// (float)(int64_t)x as trunc(x), which keeps a zero's sign (-0.3 -> -0.0: atan2 and 1/x of it
+// went wrong). It folds ``+ 0.0`` away; a select of +0.0 for a zero it keeps (one compare and
+// blend in the vector loop).
 template <typename T, typename S> static inline T e_cast(S x) {
-  if constexpr (std::is_same_v<S, bool> && !std::is_same_v<T, bool>) return x ? T(1) : T(0); else return static_cast<T>(x);
+  if constexpr (std::is_same_v<S, bool> && !std::is_same_v<T, bool>) {
+    return x ? T(1) : T(0);
+  } else if constexpr (std::is_integral_v<S> && std::is_floating_point_v<T>) {
+    const T r = static_cast<T>(x);
+    return r == T(0) ? T(0) : r;
+  } else {
+    return static_cast<T>(x);
+  }
 }
 // Fused multiply-add where the target has it; elsewhere (an AVX2 target without FMA) a
 // multiplication and an addition, inline too: std::fma would be a library call per element.
