@@ -17,7 +17,9 @@ the shape relations between their sizes and strides that are linear (duck sizing
 bounds, ``s0 % 8 == 0``, ``x.stride(0) == 256*s1``), in the form :mod:`ember.shape_relations`
 parsed them into once, and the hook checks of modules called as their class's forward (no own
 ``forward``, empty hook tables: one per module, a fifth of a convolutional model's guard in
-Python). Their Python checks stay in ``reasons``, which names the one that failed.
+Python). The reads of the sources themselves and the simple checks on them (types, constants,
+dict keys, lengths, identity) go to the C++ ``SourceWalk`` (:mod:`ember.guard_writer` writes
+the guard). Their Python checks stay in ``reasons``, which names the one that failed.
 """
 from __future__ import annotations
 
@@ -28,10 +30,12 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import native_guards
-from .capture.sources import AttrSource, Constants, Source, literal
-from .shape_relations import OPS, Linear
+from .capture.sources import Constants, Source, literal
+from .guard_writer import GuardWriter
 
 GuardFn = Callable[[dict], "tuple | None"]
+#: The kinds of check of the C++ source walk (source_walk.cpp's Kind).
+_TYPE, _EQUALS, _KEYS, _LEN, _IS, _IS_WEAK = range(6)
 _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
@@ -54,6 +58,9 @@ class Check:
     #: value, item types or None), checked in C++ on the attribute's object when its source is
     #: an attribute.
     constant: tuple | None = None
+    #: The check as a step of the C++ source walk (source_walk.cpp): (kind, *arguments); None
+    #: for checks that stay in Python.
+    walk: tuple | None = None
 
     def expr(self, consts: Constants) -> str:
         return self.template.format(*(f"({s.expr(consts)})" for s in self.sources))
@@ -68,17 +75,18 @@ class GuardSet:
         self._seen: set[tuple[str, str]] = set()
 
     def _add(self, kind: str, sources: tuple[Source, ...], template: str, description: str,
-             tensor_spec: tuple | None = None, constant: tuple | None = None) -> None:
+             tensor_spec: tuple | None = None, constant: tuple | None = None, walk: tuple | None = None) -> None:
         key = (kind, "|".join(s.describe() for s in sources))
         if key in self._seen:
             return
         self._seen.add(key)
         self.checks.append(Check(template, sources, description, tensor_spec, plain_module=kind == "plain_call",
-                                 constant=constant))
+                                 constant=constant, walk=walk))
 
     def type_match(self, source: Source, value: Any) -> None:
         t = self.consts.name(type(value), "t")
-        self._add("type", (source,), f"type({{0}}) is {t}", f"{source.describe()}: type is {type(value).__qualname__}")
+        self._add("type", (source,), f"type({{0}}) is {t}", f"{source.describe()}: type is {type(value).__qualname__}",
+                  walk=(_TYPE, type(value)))
 
     def equals(self, source: Source, value: Any) -> None:
         """Type and value in one check (``True != 1``, ``1.0 != 1`` here)."""
@@ -97,7 +105,7 @@ class GuardSet:
             test = f"{{0}} == {self.consts.name(value, 'v')}"
             constant = (type(value), value, None)
         self._add("equals", (source,), f"type({{0}}) is {t} and {test}", f"{source.describe()} == {value!r}",
-                  constant=constant)
+                  constant=constant, walk=None if constant is None else (_EQUALS, *constant))
 
     def constant_tuple(self, source: Source, value: tuple) -> None:
         """A tuple of primitives: the very same (immutable) tuple object, or an equal tuple whose
@@ -105,29 +113,32 @@ class GuardSet:
         c = self.consts.name(value, "v")
         types = self.consts.name(tuple(type(v) for v in value), "v")
         same = f"type({{0}}) is tuple and {{0}} == {c} and tuple(map(type, {{0}})) == {types}"
+        constant = (tuple, value, tuple(type(v) for v in value))
         self._add("equals", (source,), f"{{0}} is {c} or ({same})", f"{source.describe()} == {value!r}",
-                  constant=(tuple, value, tuple(type(v) for v in value)))
+                  constant=constant, walk=(_EQUALS, *constant))
 
     def identity(self, source: Source, value: Any) -> None:
         """Same object; held through a weak reference where the object allows it."""
         try:
             ref = weakref.ref(value)
-            template = f"{{0}} is {self.consts.name(ref, 'w')}()"
+            template, walk = f"{{0}} is {self.consts.name(ref, 'w')}()", (_IS_WEAK, ref)
         except TypeError:
-            template = f"{{0}} is {self.consts.name(value, 'o')}"
+            template, walk = f"{{0}} is {self.consts.name(value, 'o')}", (_IS, value)
         self._add("identity", (source,), template,
-                  f"{source.describe()} is the same {type(value).__qualname__} object")
+                  f"{source.describe()} is the same {type(value).__qualname__} object", walk=walk)
 
     def length(self, source: Source, value: Any) -> None:
         t = self.consts.name(type(value), "t")
         self._add("len", (source,), f"type({{0}}) is {t} and len({{0}}) == {len(value)}",
-                  f"{source.describe()}: {type(value).__qualname__} of length {len(value)}")
+                  f"{source.describe()}: {type(value).__qualname__} of length {len(value)}",
+                  walk=(_LEN, type(value), len(value)))
 
     def dict_keys(self, source: Source, value: dict) -> None:
         t = self.consts.name(type(value), "t")
         keys = self.consts.name(tuple(value.keys()), "keys")
         self._add("keys", (source,), f"type({{0}}) is {t} and tuple({{0}}.keys()) == {keys}",
-                  f"{source.describe()} keys == {tuple(value.keys())!r}")
+                  f"{source.describe()} keys == {tuple(value.keys())!r}",
+                  walk=(_KEYS, tuple(value.keys())) if type(value) is dict else None)
 
     def tensor(self, source: Source, t: torch.Tensor, fake: torch.Tensor | None = None) -> None:
         """Type, dtype, device, sizes, strides and requires_grad; a size or stride that is
@@ -208,7 +219,8 @@ class GuardSet:
     def compile(self, inputs: Sequence[Source] = (), name: str = "guard"
                 ) -> tuple[GuardFn, Callable[[dict], list[str]]]:
         """Generate ``guard(L)`` (returning the values of ``inputs``, or None) and ``reasons(L)``."""
-        src = _GuardWriter(self.consts, native_guards.tensor_match()).write(name, self.checks, inputs)
+        src = GuardWriter(self.consts, native_guards.tensor_match(), native_guards.source_walk()
+                          ).write(name, self.checks, inputs)
         namespace: dict[str, Any] = dict(self.consts.values)
         exec(compile(src, f"<ember {name}>", "exec"), namespace)
         guard_fn = namespace[name]
@@ -238,86 +250,3 @@ class GuardSet:
 def _shown(sizes: tuple[int, ...]) -> str:
     """``(4, 8)``, with ``*`` for a dynamic size: ``(*, 8)``."""
     return repr(sizes) if -1 not in sizes else "(" + ", ".join("*" if s == -1 else str(s) for s in sizes) + ")"
-
-
-_PROPS = {"size": 0, "stride": 1, "storage_offset": 2}  # their codes in tensor_match.cpp
-_OP_CODES = {op: i for i, op in enumerate(OPS.values())}
-
-
-def _key(source: Source) -> Any:
-    """Sources compare equal when they read the same thing; an unhashable one is itself."""
-    try:
-        hash(source)
-    except TypeError:
-        return id(source)
-    return source
-
-
-def _packed(relation: Linear, position: dict[Any, int]) -> tuple:
-    """``relation`` as tensor_match.cpp takes it: ((tensor, prop, dim, coefficient)...),
-    constant, op, modulus, offset; ``position`` gives each tensor's place in the C++ call."""
-    terms = tuple((position[_key(tensor)], _PROPS[prop], dim, c) for (tensor, prop, dim), c in relation.terms)
-    return terms, relation.constant, _OP_CODES[relation.op], relation.modulus, relation.offset
-
-
-#: Tensor types whose metadata Python reads straight from the C++ tensor (no Python override of
-#: ``shape`` and the like), so that the C++ check sees what the Python check would.
-_NATIVE_TYPES = (torch.Tensor, torch.nn.Parameter)
-
-
-class _GuardWriter:
-    """Writes the guard as straight-line code, one local per source, each computed once. With
-    ``tensor_match`` (the C++ check), the checks of plain tensors, the linear shape relations
-    over their sizes, the hook checks of modules (``plain_module_call``) and the constant
-    attributes (``equals``/``constant_tuple`` of an ``AttrSource``, given the attribute's object)
-    become one call at the end."""
-
-    def __init__(self, consts: Constants, tensor_match: type | None = None) -> None:
-        self.consts = consts
-        self.tensor_match = tensor_match
-        self.names: dict[Any, str] = {}
-        self.lines: list[str] = []
-
-    def local(self, source: Source) -> str:
-        key = _key(source)
-        name = self.names.get(key)
-        if name is None:
-            base = getattr(source, "base", None)
-            expr = source.apply(self.local(base), self.consts) if base is not None else source.expr(self.consts)
-            name = self.names[key] = f"v{len(self.names)}"
-            self.lines.append(f"        {name} = {expr}")
-        return name
-
-    def write(self, name: str, checks: list[Check], inputs: Sequence[Source]) -> str:
-        native = [c for c in checks if self.tensor_match is not None and c.tensor_spec is not None
-                  and c.tensor_spec[0] in _NATIVE_TYPES]
-        modules = [c for c in checks if self.tensor_match is not None and c.plain_module]
-        constants = [c for c in checks if self.tensor_match is not None and c.constant is not None
-                     and isinstance(c.sources[0], AttrSource)]
-        position = {_key(c.sources[0]): i for i, c in enumerate(native)}
-        read_in_cpp = {id(c) for c in constants}  # the attribute itself is read in C++
-        in_native = {id(c) for c in native + modules} | read_in_cpp
-        relations: list[tuple] = []
-        for check in checks:
-            if check.relations is not None and native and \
-                    all(_key(read[0]) in position for r in check.relations for read, _ in r.terms):
-                relations.extend(_packed(r, position) for r in check.relations)
-                continue
-            if id(check) in in_native:
-                if id(check) not in read_in_cpp:
-                    self.local(check.sources[0])
-                continue
-            local_names = [self.local(s) for s in check.sources]
-            test = check.template.format(*local_names)
-            self.lines.append(f"        if not ({test}):\n            return None")
-        if native or modules or constants:
-            specs = tuple(c.tensor_spec for c in native)
-            attrs = tuple((c.sources[0].attr, *c.constant) for c in constants)
-            match = self.consts.name(self.tensor_match(specs, tuple(relations), len(modules), attrs), "tensor_match")
-            objects = "".join(f"{self.local(c.sources[0])}, " for c in native + modules)
-            objects += "".join(f"{self.local(c.sources[0].base)}, " for c in constants)  # their attributes
-            self.lines.append(f"        if not {match}(({objects})):\n            return None")
-        values = "".join(f"{self.local(s)}, " for s in inputs)
-        body = "\n".join(self.lines) or "        pass"
-        return (f"def {name}(L):\n    try:\n{body}\n        return ({values})\n"
-                f"    except Exception:\n        return None\n")

@@ -1,17 +1,20 @@
-"""The C++ half of the guards: ``TensorMatch`` from tensor_match.cpp, built once per machine.
+"""The C++ half of the guards, built once per machine: ``TensorMatch`` (tensor_match.cpp) and
+``SourceWalk`` (source_walk.cpp), one extension module.
 
 A guard checks the type, dtype, device, shape, strides and requires_grad of every tensor it
 reads: in Python about 0.5 us a tensor, which is most of the guard of a model with hundreds of
 parameters (densenet121 has 607 tensors). ``TensorMatch`` does those checks for all the tensors
-of a guard in one call, about 10 ns a tensor.
+of a guard in one call, about 10 ns a tensor. ``SourceWalk`` does the reads before them (a
+module's ``._modules['layer1']``, its parameters, its attributes) and the simple checks on what
+they read (types, constants, dict keys, lengths, identity), in the order the Python guard would.
 
 The extension is compiled against the installed torch with the system C++ compiler, in a
 detached background process started the first time a guard is compiled on the machine (about
 15 s), and stored in ``$EMBER_NATIVE_DIR`` (default ``$EMBER_CACHE_DIR/native``) under a key of
-its source, the compiler, torch and Python. Until it is there, guards check tensors in Python,
+its sources, the compiler, torch and Python. Until it is there, guards check tensors in Python,
 as they do when it cannot be built (the reason is logged once) or when
-``ember.config.native_guards`` is False. Both kinds of check accept exactly the same tensors
-(tests/core/test_native_guards.py).
+``ember.config.native_guards`` is False. Both kinds of check accept exactly the same calls
+(tests/core/test_native_guards.py, tests/core/test_source_walk.py).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from typing import Any
 
 import torch
 
@@ -34,12 +38,14 @@ from .disk_cache import cache_root, compiler_identity, private_dir
 
 log = logging.getLogger("ember.guards")
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensor_match.cpp")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCES = [os.path.join(_HERE, name) for name in ("tensor_match.cpp", "source_walk.cpp")]
+HEADERS = [os.path.join(_HERE, "guard_values.h")]
 MODULE = "ember_tensor_match"  # the name its PyInit_ function carries
 CXX = os.environ.get("CXX", "g++")
 STALE_BUILD_S = 600  # a build marker older than this belongs to a build that died
 
-_loaded: type | None = None
+_loaded: Any = None  # the extension module
 _gave_up = False
 _started = False
 _builder: subprocess.Popen | None = None  # held so that it is not reported as leaked
@@ -58,8 +64,10 @@ def _flags() -> list[str]:
 def library_path() -> str:
     """Where the built extension is (or will be) for this source, compiler, torch and Python;
     fixed at the first call in a process."""
-    with open(SOURCE, "rb") as f:
-        h = hashlib.sha256(f.read())
+    h = hashlib.sha256()
+    for name in SOURCES + HEADERS:
+        with open(name, "rb") as f:
+            h.update(f.read())
     for part in (CXX, compiler_identity(CXX), " ".join(_flags()), torch.__version__, sys.version,
                  sysconfig.get_config_var("EXT_SUFFIX") or ""):
         h.update(b"\0" + part.encode())
@@ -74,6 +82,18 @@ def native_dir() -> str:
 def tensor_match() -> type | None:
     """The ``TensorMatch`` type, or None: native guards are off, cannot be built, or are still
     being built (the first call on a machine starts the build in the background)."""
+    module = _extension()
+    return None if module is None else module.TensorMatch
+
+
+def source_walk() -> type | None:
+    """The ``SourceWalk`` type (source_walk.cpp), or None as for :func:`tensor_match`."""
+    module = _extension()
+    return None if module is None else module.SourceWalk
+
+
+def _extension() -> Any:
+    """The loaded extension module, or None (see :func:`tensor_match`)."""
     global _loaded, _gave_up
     if not config.native_guards:
         return None
@@ -110,11 +130,11 @@ def ensure_built() -> type | None:
     return tensor_match()
 
 
-def _load(path: str) -> type:
+def _load(path: str) -> Any:
     spec = importlib.util.spec_from_file_location(MODULE, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.TensorMatch
+    return module
 
 
 def _start_build(path: str) -> None:
@@ -150,7 +170,7 @@ def build(path: str) -> None:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(fd)
     try:
-        proc = subprocess.run([CXX, SOURCE, "-o", tmp, *_flags()], capture_output=True, text=True)
+        proc = subprocess.run([CXX, *SOURCES, "-o", tmp, *_flags()], capture_output=True, text=True)
         if proc.returncode != 0:
             with open(path + ".failed", "w") as f:
                 f.write(f"{CXX} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")

@@ -41,7 +41,12 @@
 #include <new>
 #include <vector>
 
+#include "guard_values.h"
+
 namespace {
+
+using ember_guards::same_constant;
+using ember_guards::truthy;
 
 struct Spec {
   PyTypeObject* type;  // a strong reference
@@ -306,19 +311,6 @@ bool holds(const Relation& relation, PyObject* tensors) {
   }
 }
 
-// Truthiness of a value read (a hook table) or computed (a comparison) with a new reference:
-// 1, 0, or -1 when the read or the test failed (the error cleared).
-int truthy(PyObject* value) {
-  if (value == nullptr) {
-    PyErr_Clear();
-    return -1;
-  }
-  int out = PyObject_IsTrue(value);
-  Py_DECREF(value);
-  if (out < 0) PyErr_Clear();
-  return out;
-}
-
 // The module check of the header: d = m.__dict__, then the operations of the Python expression.
 // A plain dict (what a module's __dict__ is) is read with the dict API, which is what Python's
 // operators do on one; anything else through the generic protocols. Keys are interned once.
@@ -367,12 +359,6 @@ bool plain_module(PyObject* module) {
   return ok;
 }
 
-// ``a == value`` as Python's operator, then its truth; an error is False.
-bool equal(PyObject* a, PyObject* value) {
-  PyObject* eq = PyObject_RichCompare(a, value, Py_EQ);
-  return eq != nullptr && truthy(eq) == 1;
-}
-
 // The constant check of the header on ``obj.name``.
 bool constant_holds(PyObject* obj, const Constant& c) {
   PyObject* a = PyObject_GetAttr(obj, c.name);
@@ -380,20 +366,7 @@ bool constant_holds(PyObject* obj, const Constant& c) {
     PyErr_Clear();
     return false;
   }
-  bool ok;
-  if (c.item_types == nullptr) {
-    ok = Py_TYPE(a) == c.type && equal(a, c.value);
-  } else {
-    ok = a == c.value;
-    if (!ok && PyTuple_CheckExact(a) && equal(a, c.value)) {
-      Py_ssize_t n = PyTuple_GET_SIZE(a);
-      ok = n == PyTuple_GET_SIZE(c.item_types);
-      for (Py_ssize_t i = 0; ok && i < n; ++i) {
-        ok = (PyObject*)Py_TYPE(PyTuple_GET_ITEM(a, i)) == PyTuple_GET_ITEM(c.item_types, i);
-      }
-    }
-  }
-  if (PyErr_Occurred()) PyErr_Clear();
+  bool ok = same_constant(a, c.type, c.value, c.item_types);
   Py_DECREF(a);
   return ok;
 }
@@ -466,6 +439,10 @@ PyMODINIT_FUNC PyInit_ember_tensor_match() {
   Py_INCREF(&TensorMatchType);
   if (PyModule_AddObject(module, "TensorMatch", (PyObject*)&TensorMatchType) < 0) {
     Py_DECREF(&TensorMatchType);
+    Py_DECREF(module);
+    return nullptr;
+  }
+  if (ember_guards::add_source_walk(module) < 0) {
     Py_DECREF(module);
     return nullptr;
   }

@@ -12,7 +12,8 @@ import torch
 import ember
 import ember.compiled
 from ember.capture.sources import AttrSource, ItemSource, LocalSource, literal
-from ember.guards import GuardSet, _GuardWriter
+from ember.guards import GuardSet
+from ember.guard_writer import GuardWriter
 from core_helpers import CountingBackend, no_fallback
 
 
@@ -102,7 +103,7 @@ def test_literal_only_for_values_that_evaluate_back():
 
 
 def _break_guard_writer(monkeypatch):
-    monkeypatch.setattr(_GuardWriter, "write", lambda self, name, checks, inputs: f"def {name}(L):\n    0 += 1\n")
+    monkeypatch.setattr(GuardWriter, "write", lambda self, name, checks, inputs: f"def {name}(L):\n    0 += 1\n")
 
 
 def _break_graph_code(monkeypatch):

@@ -112,7 +112,7 @@ def test_backend_inference_and_kept_outputs():
             torch.testing.assert_close(out, model(x), **TOL)
 
 
-@pytest.mark.parametrize("backend,mode", [("cudagraphs", None), ("inductor", "reduce-overhead")])
+@pytest.mark.parametrize("backend,mode", [("cudagraphs", None), ("inductor", None), ("inductor", "reduce-overhead")])
 def test_training_with_gradient_accumulation_matches_eager(backend, mode):
     ref = _resnet(True)
     ours = copy.deepcopy(ref)
