@@ -7,7 +7,8 @@ below it. With it, three things leave the Python:
 - ``SourceWalk`` (source_walk.cpp) does the reads of every source it can express (locals,
   globals, cells, fixed objects, attributes, module table entries, items) and the checks on them
   that have a C++ form (``Check.walk``: types, constants, dict keys, lengths, identity), in the
-  order the Python would run them. The guard calls it first; the few Python checks left read
+  order the Python would run them; a read whose dict and type are unchanged since the last call
+  (CPython's version tags, read_memo.h) is not done again. The guard calls it first; the few Python checks left read
   what they need from its values (``v12 = ___walked[40]``). The walk is written into the source
   as comments, so that ``EMBER_DEBUG`` still shows every read and check.
 - ``TensorMatch`` (tensor_match.cpp) checks the plain tensors, the linear shape relations over

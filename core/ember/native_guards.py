@@ -40,7 +40,7 @@ log = logging.getLogger("ember.guards")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = [os.path.join(_HERE, name) for name in ("tensor_match.cpp", "source_walk.cpp")]
-HEADERS = [os.path.join(_HERE, "guard_values.h")]
+HEADERS = [os.path.join(_HERE, name) for name in ("guard_values.h", "read_memo.h")]
 MODULE = "ember_tensor_match"  # the name its PyInit_ function carries
 CXX = os.environ.get("CXX", "g++")
 STALE_BUILD_S = 600  # a build marker older than this belongs to a build that died

@@ -25,12 +25,18 @@
 // returns ``(values, g0, g1, ...)``: the tuple of all values read, then for each group (a tuple
 // of value indices) the tuple of those values, which the guard passes on (the tensors for
 // TensorMatch, the graph's inputs) without indexing them one by one in Python.
+//
+// Most reads give what they gave on the last call: each read step remembers where its value
+// came from (read_memo.h) and skips the read while CPython's version tags say nothing there
+// changed; a constant or dict-keys check skips itself on the very object (or dict state) it
+// passed on. Type, length and identity checks always run.
 #include <Python.h>
 
 #include <new>
 #include <vector>
 
 #include "guard_values.h"
+#include "read_memo.h"
 
 namespace ember_guards {
 namespace {
@@ -46,6 +52,8 @@ struct Step {
   PyObject* value = nullptr;       // the constant of kEquals: a strong reference
   PyObject* item_types = nullptr;  // kEquals on a tuple: a strong reference, else nullptr
   Py_ssize_t length = 0;           // kLen
+  ReadMemo memo;                   // a read: where its value came from last time (read_memo.h)
+  uint64_t passed = 0;             // a check: the state its value was in when it last passed
 };
 
 struct Program {
@@ -199,6 +207,24 @@ bool same_keys(PyObject* d, PyObject* keys) {
   return i == PyTuple_GET_SIZE(keys);
 }
 
+// Whether a check's answer is known without running it: kEquals on a value of an immutable
+// type that is the very object it passed on (``stamp``: the version of the dict the value was
+// recalled from, unique to that dict's state, so the object is the one that dict held then), and
+// kKeys on a dict at the version it passed at. Every other check runs (they are a pointer
+// comparison or two). A check that runs records what it passed on, or forgets on a failure.
+bool immutable(PyObject* v) {
+  return PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyUnicode_CheckExact(v) || PyBool_Check(v) ||
+         v == Py_None || PyTuple_CheckExact(v);  // a tuple check is on a tuple of primitives
+}
+
+uint64_t state_of(const Step& step, PyObject* v, uint64_t stamp) {
+#ifdef EMBER_READ_MEMO
+  if (step.kind == kKeys) return PyDict_CheckExact(v) ? dict_version(v) : 0;
+  if (step.kind == kEquals && immutable(v)) return stamp;
+#endif
+  return 0;
+}
+
 bool check(const Step& step, PyObject* v) {
   switch (step.kind) {
     case kType:
@@ -224,7 +250,7 @@ bool check(const Step& step, PyObject* v) {
 PyObject* SourceWalk_call(SourceWalk* self, PyObject* args, PyObject* kwargs) {
   PyObject* frame_locals;
   if (!PyArg_ParseTuple(args, "O", &frame_locals)) return nullptr;
-  const Program* program = self->program;
+  Program* program = self->program;
   if (program == nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "SourceWalk was not initialised");
     return nullptr;
@@ -233,15 +259,30 @@ PyObject* SourceWalk_call(SourceWalk* self, PyObject* args, PyObject* kwargs) {
   if (values == nullptr) return nullptr;
   Py_INCREF(frame_locals);
   PyTuple_SET_ITEM(values, 0, frame_locals);
+  std::vector<uint64_t> stamps(program->values, 0);  // per value: recalled from a dict at this version
   Py_ssize_t next = 1;
   bool ok = true;
-  for (const Step& step : program->steps) {
+  for (Step& step : program->steps) {
+    PyObject* base = PyTuple_GET_ITEM(values, step.base);
     if (step.op == kCheck) {
-      ok = check(step, PyTuple_GET_ITEM(values, step.base));
+      uint64_t state = state_of(step, base, stamps[step.base]);
+      if (state != 0 && state == step.passed) continue;
+      ok = check(step, base);
+      step.passed = ok ? state : 0;
+    } else if (step.op == kConst) {
+      PyTuple_SET_ITEM(values, next++, owned(step.arg));
     } else {
-      PyObject* v = step.op == kConst  ? owned(step.arg)
-                    : step.op == kAttr ? PyObject_GetAttr(PyTuple_GET_ITEM(values, step.base), step.arg)
-                                       : PyObject_GetItem(PyTuple_GET_ITEM(values, step.base), step.arg);
+      PyObject* v = step.op == kAttr ? recall_attr(step.memo, base) : recall_item(step.memo, base);
+      if (v != nullptr) {
+        Py_INCREF(v);
+        stamps[next] = step.memo.dict_version;
+      } else if (step.op == kAttr) {
+        v = PyObject_GetAttr(base, step.arg);
+        if (v != nullptr) remember_attr(step.memo, base, step.arg, v);
+      } else {
+        v = PyObject_GetItem(base, step.arg);
+        if (v != nullptr) remember_item(step.memo, base, step.arg, v);
+      }
       ok = v != nullptr;
       if (ok) PyTuple_SET_ITEM(values, next++, v);
     }

@@ -21,7 +21,9 @@
 // with no hooks of their own: each must pass the guard's Python check ``'forward' not in (d :=
 // m.__dict__) and not (d['_forward_hooks'] or d['_forward_pre_hooks'] or d['_backward_hooks'] or
 // d.get('_backward_pre_hooks'))``, evaluated in the same order with the same operations (a table
-// missing among the first three fails, as the KeyError makes the Python guard fail).
+// missing among the first three fails, as the KeyError makes the Python guard fail). A module
+// that passed passes again without the reads while its type, its ``__dict__`` and its hook tables
+// are at the versions they were (read_memo.h's ModuleMemo).
 //
 // With ``constants=((name, type, value, item_types), ...)``, the tuple ends with one object per
 // constant, whose attribute ``name`` must pass the guard's Python check of a constant attribute:
@@ -42,6 +44,7 @@
 #include <vector>
 
 #include "guard_values.h"
+#include "read_memo.h"
 
 namespace {
 
@@ -87,6 +90,7 @@ struct Checks {
   std::vector<Spec> specs;
   std::vector<Relation> relations;
   size_t plain_modules = 0;
+  std::vector<ember_guards::ModuleMemo> module_memos;  // one per plain module (read_memo.h)
   std::vector<Constant> constants;
 };
 
@@ -257,6 +261,7 @@ int TensorMatch_init(TensorMatch* self, PyObject* args, PyObject* kwargs) {
     parsed->constants.push_back(constant);
   }
   parsed->plain_modules = (size_t)plain_modules;
+  parsed->module_memos.resize((size_t)plain_modules);
   self->checks = parsed;
   return 0;
 }
@@ -314,7 +319,9 @@ bool holds(const Relation& relation, PyObject* tensors) {
 // The module check of the header: d = m.__dict__, then the operations of the Python expression.
 // A plain dict (what a module's __dict__ is) is read with the dict API, which is what Python's
 // operators do on one; anything else through the generic protocols. Keys are interned once.
-bool plain_module(PyObject* module) {
+// ``memo`` knows when the answer is the last one (read_memo.h).
+bool plain_module(PyObject* module, ember_guards::ModuleMemo& memo) {
+  if (ember_guards::recall_module(memo, module)) return true;
   static PyObject* dict_name = PyUnicode_InternFromString("__dict__");
   static PyObject* forward = PyUnicode_InternFromString("forward");
   static PyObject* required[] = {PyUnicode_InternFromString("_forward_hooks"),
@@ -356,6 +363,11 @@ bool plain_module(PyObject* module) {
   }
   if (PyErr_Occurred()) PyErr_Clear();
   Py_DECREF(d);
+  memo.module = nullptr;
+  if (ok) {
+    PyObject* const tables[4] = {required[0], required[1], required[2], optional};
+    ember_guards::remember_module(memo, module, tables);
+  }
   return ok;
 }
 
@@ -393,7 +405,7 @@ PyObject* TensorMatch_call(TensorMatch* self, PyObject* args, PyObject* kwargs) 
     if (!holds(relation, tensors)) Py_RETURN_FALSE;
   }
   for (size_t i = 0; i < modules; ++i) {
-    if (!plain_module(PyTuple_GET_ITEM(tensors, specs.size() + i))) Py_RETURN_FALSE;
+    if (!plain_module(PyTuple_GET_ITEM(tensors, specs.size() + i), self->checks->module_memos[i])) Py_RETURN_FALSE;
   }
   for (size_t i = 0; i < constants.size(); ++i) {
     if (!constant_holds(PyTuple_GET_ITEM(tensors, specs.size() + modules + i), constants[i])) Py_RETURN_FALSE;

@@ -250,6 +250,35 @@ def test_native_and_python_module_checks_agree(native, monkeypatch) -> None:
     assert "'forward' not in" not in source and "tensor_match" in source  # checked in C++
 
 
+def test_module_check_notices_changes_after_it_passed(native, monkeypatch) -> None:
+    """The C++ module check remembers a module that passed (read_memo.h): a hook registered, an
+    own ``forward``, a hook table deleted or replaced afterwards each fail it, as they fail the
+    Python check; removing the hook makes it pass again."""
+    def compiled(native_checks: bool):
+        monkeypatch.setattr(config, "native_guards", native_checks)
+        guards = GuardSet()
+        guards.plain_module_call(LocalSource("m"))
+        return guards.compile()[0]
+    cpp, python = compiled(True), compiled(False)
+    changes = {
+        "forward hook": lambda m: m.register_forward_hook(lambda *a: None),
+        "pre hook": lambda m: m.register_forward_pre_hook(lambda *a: None),
+        "backward hook": lambda m: m.register_full_backward_hook(lambda *a: None),
+        "backward pre hook": lambda m: m.register_full_backward_pre_hook(lambda *a: None),
+        "own forward": lambda m: setattr(m, "forward", lambda x: x),
+        "table deleted": lambda m: m.__dict__.pop("_forward_hooks"),
+        "table replaced": lambda m: m.__dict__.__setitem__("_forward_hooks", {1: 2}),
+    }
+    for name, change in changes.items():
+        m = torch.nn.Linear(2, 2)
+        assert cpp({"m": m}) is not None and cpp({"m": m}) is not None, name
+        handle = change(m)
+        assert cpp({"m": m}) is None and python({"m": m}) is None, name
+        if hasattr(handle, "remove"):
+            handle.remove()
+            assert cpp({"m": m}) is not None and python({"m": m}) is not None, name
+
+
 class _Holder:
     """An object whose attribute the guard reads (plain, a property, a failing property)."""
 

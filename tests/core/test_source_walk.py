@@ -128,14 +128,22 @@ def _mutations() -> dict[str, object]:
         "global deleted": lambda o, L, c: G.pop("scale"),
         "global table grew": lambda o, L, c: G["table"].__setitem__("z", 0),
         "cell changed": lambda o, L, c: setattr(c, "cell_contents", _Raises()),
+        "class gains a property": lambda o, L, c: setattr(type(o), "rate", property(lambda self: 0.75)),
+        "class gains an equal attribute": lambda o, L, c: setattr(type(o), "name", "x"),
+        "instance dict replaced": lambda o, L, c: setattr(o, "__dict__", dict(o.__dict__, rate=0.125)),
+        "instance dict equal copy": lambda o, L, c: setattr(o, "__dict__", dict(o.__dict__)),
+        "module dict entry replaced": lambda o, L, c: o._modules["lin"].__dict__.__setitem__(
+            "_parameters", {"weight": torch.nn.Parameter(torch.ones(3, 2))}),
     }
 
 
+@pytest.mark.parametrize("warm", [False, True])
 @pytest.mark.parametrize("mutation", list(_mutations()))
-def test_walk_and_python_reads_agree(native, monkeypatch, mutation) -> None:
+def test_walk_and_python_reads_agree(native, monkeypatch, mutation, warm) -> None:
     """Each mutation applied to fresh objects; the guard written with the walk and the guard
     written without it (Python reads, C++ tensor check) return the same: None, or the same
-    input values."""
+    input values. ``warm``: the walk ran on the objects before the mutation, so it remembers
+    its reads (read_memo.h) and must notice what changed."""
     assert native_guards.source_walk() is not None
     friend = _Obj()
     cell = _cell(_Obj())
@@ -147,19 +155,29 @@ def test_walk_and_python_reads_agree(native, monkeypatch, mutation) -> None:
     assert "___walk" in walked.__ember_source__ and "___walk" not in plain.__ember_source__
     assert "_modules['lin']" not in walked.__ember_source__.replace("#", "\n#").split("#")[0]  # read in C++
     saved = copy.deepcopy(G)
+    saved_class = {k: v for k, v in vars(_Obj).items() if k in ("rate", "name")}
     try:
         L = _locals(obj, friend)
+        if warm:
+            for _ in range(2):
+                assert walked(L) is not None
         _mutations()[mutation](obj, L, cell)
-        got_walked, got_plain = walked(L), plain(L)
+        got_walked, again, got_plain = walked(L), walked(L), plain(L)  # again: after what it learnt
     finally:
         G.clear()
         G.update(saved)
-    assert (got_walked is None) == (got_plain is None), (mutation, got_walked, got_plain)
+        for name in ("rate", "name"):
+            if name in vars(_Obj):
+                delattr(_Obj, name)
+        for name, value in saved_class.items():
+            setattr(_Obj, name, value)
+    assert (got_walked is None) == (again is None) == (got_plain is None), (mutation, got_walked, again, got_plain)
     if mutation == "nothing":
         assert got_walked is not None
     if got_walked is not None:
         assert len(got_walked) == len(got_plain) and all(a is b for a, b in zip(got_walked, got_plain))
-    if mutation not in ("nothing", "size equal, new tuple", "table value changed", "weight deleted"):
+    if mutation not in ("nothing", "size equal, new tuple", "table value changed", "weight deleted",
+                        "class gains an equal attribute", "instance dict equal copy"):
         assert got_walked is None, mutation  # the mutation changed something the guard checks
 
 
