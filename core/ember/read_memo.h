@@ -71,8 +71,11 @@ inline unsigned int type_version(PyTypeObject* type) {
 }
 
 // Whether attribute reads on instances of ``type`` are object's generic lookup (then, possibly,
-// ``__getattr__`` for missing names).
+// ``__getattr__`` for missing names), and its version tag can be trusted: its metaclass is
+// ``type`` (a metaclass's own ``mro()`` can put a class into the MRO that does not invalidate the
+// type's tag when it changes).
 inline bool generic_getattr(PyTypeObject* type) {
+  if (Py_TYPE(type) != &PyType_Type) return false;
   if (type->tp_getattro == PyObject_GenericGetAttr) return true;
   static PyObject* name = PyUnicode_InternFromString("__getattribute__");
   static PyObject* generic = name == nullptr ? nullptr : _PyType_Lookup(&PyBaseObject_Type, name);
@@ -101,7 +104,8 @@ inline PyObject* recall_attr(const ReadMemo& memo, PyObject* obj) {
 }
 
 inline PyObject* recall_item(const ReadMemo& memo, PyObject* container) {
-  return memo.value != nullptr && container == memo.base && dict_version(container) == memo.dict_version
+  return memo.value != nullptr && container == memo.base && PyDict_CheckExact(container) &&
+                 dict_version(container) == memo.dict_version
              ? memo.value
              : nullptr;
 }
@@ -142,8 +146,10 @@ inline bool recall_module(const ModuleMemo& memo, PyObject* module) {
   return true;
 }
 
-// After the check passed on ``module``, whose hook tables are read from its dict by ``names``.
-inline void remember_module(ModuleMemo& memo, PyObject* module, PyObject* const names[4]) {
+// After the check passed on ``module``, having read ``d`` as its ``__dict__``, whose hook tables
+// are read from it by ``names``: remembered when ``d`` is the instance dict and every table is an
+// exact dict or OrderedDict, and empty.
+inline void remember_module(ModuleMemo& memo, PyObject* module, PyObject* d, PyObject* const names[4]) {
   memo.module = nullptr;
   static PyObject* dict_name = PyUnicode_InternFromString("__dict__");
   PyTypeObject* type = Py_TYPE(module);
@@ -152,7 +158,7 @@ inline void remember_module(ModuleMemo& memo, PyObject* module, PyObject* const 
   unsigned int version = type_version(type);
   PyObject* dict = version == 0 || descr == nullptr || Py_TYPE(descr) != &PyGetSetDescr_Type ? nullptr
                                                                                                : instance_dict(module);
-  if (dict == nullptr) return;
+  if (dict == nullptr || dict != d) return;
   ModuleMemo fresh{module, type, version, dict, dict_version(dict)};
   for (int i = 0; i < 4; ++i) {
     PyObject* table = PyDict_GetItemWithError(dict, names[i]);  // borrowed
@@ -160,7 +166,9 @@ inline void remember_module(ModuleMemo& memo, PyObject* module, PyObject* const 
       PyErr_Clear();
       return;
     }
-    if (table != nullptr && !PyDict_Check(table)) return;  // its truth could change unseen
+    if (table != nullptr && !((PyDict_CheckExact(table) || PyODict_CheckExact(table)) && PyDict_GET_SIZE(table) == 0)) {
+      return;  // another type's truth could change unseen
+    }
     fresh.tables[i] = table;
     fresh.table_versions[i] = table == nullptr ? 0 : dict_version(table);
   }
@@ -170,7 +178,7 @@ inline void remember_module(ModuleMemo& memo, PyObject* module, PyObject* const 
 #else
 
 inline bool recall_module(const ModuleMemo&, PyObject*) { return false; }
-inline void remember_module(ModuleMemo&, PyObject*, PyObject* const[4]) {}
+inline void remember_module(ModuleMemo&, PyObject*, PyObject*, PyObject* const[4]) {}
 inline PyObject* recall_attr(const ReadMemo&, PyObject*) { return nullptr; }
 inline PyObject* recall_item(const ReadMemo&, PyObject*) { return nullptr; }
 inline void remember_attr(ReadMemo&, PyObject*, PyObject*, PyObject*) {}

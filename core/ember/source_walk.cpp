@@ -21,7 +21,8 @@
 //     (3, base, 5, ref)                 v is ref()   (a weak reference, called)
 //
 // Calling it runs the steps in order. The first read that raises or check that fails makes it
-// return None (the error cleared), as the Python guard's ``try`` returns None. Otherwise it
+// return None (the error cleared), as the Python guard's ``try ... except Exception`` returns
+// None; an error that is not an Exception (KeyboardInterrupt) propagates, as it does there. Otherwise it
 // returns ``(values, g0, g1, ...)``: the tuple of all values read, then for each group (a tuple
 // of value indices) the tuple of those values, which the guard passes on (the tensors for
 // TensorMatch, the graph's inputs) without indexing them one by one in Python.
@@ -144,8 +145,28 @@ bool read_step(PyObject* item, Py_ssize_t values, Step& step) {
   return true;
 }
 
+// A garbage-collected type: the objects it holds (fixed objects, cells, globals, constants) may
+// refer back to what holds the guard.
+int SourceWalk_traverse(SourceWalk* self, visitproc visit, void* arg) {
+  if (self->program == nullptr) return 0;
+  for (const Step& step : self->program->steps) {
+    Py_VISIT(step.arg);
+    Py_VISIT(step.value);
+    Py_VISIT(step.item_types);
+  }
+  return 0;
+}
+
+int SourceWalk_clear(SourceWalk* self) {
+  Program* program = self->program;
+  self->program = nullptr;
+  if (program != nullptr) release(program);
+  return 0;
+}
+
 void SourceWalk_dealloc(SourceWalk* self) {
-  if (self->program != nullptr) release(self->program);
+  PyObject_GC_UnTrack(self);
+  SourceWalk_clear(self);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -289,8 +310,9 @@ PyObject* SourceWalk_call(SourceWalk* self, PyObject* args, PyObject* kwargs) {
     if (!ok) break;
   }
   if (!ok) {
-    PyErr_Clear();
     Py_DECREF(values);
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;  // KeyboardInterrupt...
+    PyErr_Clear();
     Py_RETURN_NONE;
   }
   PyObject* out = PyTuple_New(1 + (Py_ssize_t)program->groups.size());
@@ -332,7 +354,9 @@ PyTypeObject SourceWalkType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 int add_source_walk(PyObject* module) {
   SourceWalkType.tp_name = "ember_tensor_match.SourceWalk";
   SourceWalkType.tp_basicsize = sizeof(SourceWalk);
-  SourceWalkType.tp_flags = Py_TPFLAGS_DEFAULT;
+  SourceWalkType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+  SourceWalkType.tp_traverse = (traverseproc)SourceWalk_traverse;
+  SourceWalkType.tp_clear = (inquiry)SourceWalk_clear;
   SourceWalkType.tp_doc = "SourceWalk(steps, groups)(L) -> (values, *groups) | None";
   SourceWalkType.tp_new = PyType_GenericNew;
   SourceWalkType.tp_init = (initproc)SourceWalk_init;

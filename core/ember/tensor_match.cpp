@@ -210,8 +210,28 @@ bool read_relation(PyObject* item, const std::vector<Spec>& specs, Relation& rel
   return true;
 }
 
+// Garbage-collected: a constant it compares with may refer back to what holds the guard.
+int TensorMatch_traverse(TensorMatch* self, visitproc visit, void* arg) {
+  if (self->checks == nullptr) return 0;
+  for (const Spec& spec : self->checks->specs) Py_VISIT(spec.type);
+  for (const Constant& c : self->checks->constants) {
+    Py_VISIT(c.type);
+    Py_VISIT(c.value);
+    Py_VISIT(c.item_types);
+  }
+  return 0;
+}
+
+int TensorMatch_clear(TensorMatch* self) {
+  Checks* checks = self->checks;
+  self->checks = nullptr;
+  if (checks != nullptr) release(checks);
+  return 0;
+}
+
 void TensorMatch_dealloc(TensorMatch* self) {
-  if (self->checks != nullptr) release(self->checks);
+  PyObject_GC_UnTrack(self);
+  TensorMatch_clear(self);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -362,12 +382,12 @@ bool plain_module(PyObject* module, ember_guards::ModuleMemo& memo) {
     if (ok) ok = truthy(PyObject_CallMethod(d, "get", "O", optional)) == 0;
   }
   if (PyErr_Occurred()) PyErr_Clear();
-  Py_DECREF(d);
   memo.module = nullptr;
   if (ok) {
     PyObject* const tables[4] = {required[0], required[1], required[2], optional};
-    ember_guards::remember_module(memo, module, tables);
+    ember_guards::remember_module(memo, module, d, tables);
   }
+  Py_DECREF(d);
   return ok;
 }
 
@@ -437,7 +457,9 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "ember_tensor_match",
 PyMODINIT_FUNC PyInit_ember_tensor_match() {
   TensorMatchType.tp_name = "ember_tensor_match.TensorMatch";
   TensorMatchType.tp_basicsize = sizeof(TensorMatch);
-  TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT;
+  TensorMatchType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+  TensorMatchType.tp_traverse = (traverseproc)TensorMatch_traverse;
+  TensorMatchType.tp_clear = (inquiry)TensorMatch_clear;
   TensorMatchType.tp_doc =
       "TensorMatch(specs, relations=(), plain_modules=0, constants=())(tensors + modules + objects) -> bool";
   TensorMatchType.tp_new = PyType_GenericNew;

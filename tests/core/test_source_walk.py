@@ -214,3 +214,75 @@ def test_compiled_model_recompiles_when_its_modules_change(native) -> None:
             assert backend.count == k + 1, k
     state = compiled.__dict__["_ember_call"].__ember__
     assert all("___walk" in e.guard.__ember_source__ for e in state.entries)
+
+
+class _Elsewhere:
+    pass
+
+
+class _OwnMro(type):
+    def mro(cls):
+        return [cls, _Elsewhere, object]
+
+
+def test_walk_does_not_remember_reads_through_a_metaclass_mro(native) -> None:
+    """A metaclass's own ``mro()`` can put a class into the MRO whose changes do not invalidate
+    the type's version tag: such reads are done on every call (a property added to that class
+    later makes the attribute read differently)."""
+    class Odd(metaclass=_OwnMro):
+        pass
+    obj = Odd()
+    obj.x = 1
+    guards = GuardSet()
+    guards.equals(AttrSource(LocalSource("o"), "x"), 1)
+    guard = guards.compile()[0]
+    L = {"o": obj}
+    assert "___walk" in guard.__ember_source__
+    for _ in range(3):
+        assert guard(L) is not None
+    try:
+        _Elsewhere.x = property(lambda self: 2)
+        for i in range(20000):  # ordinary lookups evict CPython's own cached lookup
+            getattr(type(f"T{i}", (), {"x": i})(), "x")
+        assert obj.x == 2 and guard(L) is None
+    finally:
+        del _Elsewhere.x
+
+
+def test_a_cycle_through_a_guard_is_collected(native) -> None:
+    """The walk holds the objects it reads from (a cell, a fixed object); a model whose guard
+    refers back to it is still garbage-collected."""
+    import gc
+
+    class Model:
+        pass
+
+    def make() -> weakref.ref:
+        m = Model()
+        m.x = 1
+        guards = GuardSet()
+        guards.equals(AttrSource(constant_source(m), "x"), 1)
+        m.guard = guards.compile()[0]
+        assert m.guard({}) is not None and "___walk" in m.guard.__ember_source__
+        return weakref.ref(m)
+    ref = make()
+    gc.collect()
+    assert ref() is None
+
+
+def test_an_interrupt_in_a_read_is_not_taken_for_a_failed_check(native) -> None:
+    """A read that raises KeyboardInterrupt propagates it, as the Python guard's ``except
+    Exception`` does; an ordinary exception is a failed check."""
+    class Reads:
+        @property
+        def x(self) -> int:
+            raise self.error
+    guards = GuardSet()
+    guards.equals(AttrSource(LocalSource("o"), "x"), 1)
+    guard = guards.compile()[0]
+    obj = Reads()
+    obj.error = RuntimeError("no")
+    assert guard({"o": obj}) is None
+    obj.error = KeyboardInterrupt()
+    with pytest.raises(KeyboardInterrupt):
+        guard({"o": obj})
