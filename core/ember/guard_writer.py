@@ -157,6 +157,8 @@ class GuardWriter:
         return "(" + "".join(f"{self.local(s)}, " for s in sources) + ")"
 
     def write(self, name: str, checks: list[Any], inputs: Sequence[Source]) -> str:
+        """The source of ``def name(L)``: ``checks`` (ember.guards' ``Check``s) in their order,
+        returning the values of ``inputs`` when all pass, else None."""
         use_cpp = self.tensor_match is not None
         native = [c for c in checks if use_cpp and c.tensor_spec is not None and c.tensor_spec[0] in _NATIVE_TYPES]
         modules = [c for c in checks if use_cpp and c.plain_module]
