@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import sys
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import torch
 
@@ -24,7 +25,7 @@ import ember
 from ember import config, native_guards
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.guard_cost import gpt2_decode  # noqa: E402
+from benchmarks.guard_cost import _accepting, gpt2_decode  # noqa: E402
 from benchmarks.models import GPT, ResNet18  # noqa: E402
 from benchmarks.timing import command_line, environment, measure  # noqa: E402
 
@@ -48,18 +49,13 @@ def _module_guard(make: Callable[[], torch.nn.Module], example: Callable[[], tup
     compiled = ember.compile(model, backend="eager")
     args = example()
     compiled(*args)
-    state = compiled.__dict__["_ember_call"].__ember__
-    L = state.bind(*args)
-    entries = [e for e in state.entries if e.guard(L) is not None]
-    assert entries, "no entry accepts the call"
-    return entries[0].guard, L
+    call = compiled.__dict__["_ember_call"]
+    L = call.__ember__.bind(*args)
+    return _accepting(call, L).guard, L
 
 
-def _densenet() -> torch.nn.Module | None:
-    try:
-        from torchvision.models import densenet121
-    except ImportError:
-        return None
+def _densenet() -> torch.nn.Module:
+    from torchvision.models import densenet121
     return densenet121()
 
 
@@ -67,9 +63,9 @@ def workloads() -> dict[str, Callable[[], tuple[Callable, dict]]]:
     out = {
         "ResNet-18 eval": lambda: _module_guard(ResNet18, lambda: (torch.randn(1, 3, 32, 32),)),
         "GPT eval (6 layers)": lambda: _module_guard(GPT, lambda: (torch.randint(0, 100, (1, 16)),)),
-        "GPT-2 decode step (4 layers)": lambda: _gpt2(),
+        "GPT-2 decode step (4 layers)": _gpt2,
     }
-    if _densenet() is not None:
+    if importlib.util.find_spec("torchvision") is not None:
         out["torchvision densenet121 eval"] = lambda: _module_guard(_densenet, lambda: (torch.randn(1, 3, 32, 32),))
     return out
 

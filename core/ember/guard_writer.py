@@ -32,6 +32,8 @@ from .shape_relations import OPS, Linear
 _PROPS = {"size": 0, "stride": 1, "storage_offset": 2}  # their codes in tensor_match.cpp
 _OP_CODES = {op: i for i, op in enumerate(OPS.values())}
 _CONST, _ATTR, _ITEM, _CHECK = range(4)  # source_walk.cpp's Op
+#: The kinds of check of the walk (source_walk.cpp's Kind), the first item of ``Check.walk``.
+TYPE, EQUALS, KEYS, LEN, IS, IS_WEAK = range(6)
 
 #: Tensor types whose metadata Python reads straight from the C++ tensor (no Python override of
 #: ``shape`` and the like), so that the C++ check sees what the Python check would.
@@ -164,8 +166,8 @@ class GuardWriter:
         modules = [c for c in checks if use_cpp and c.plain_module]
         walked_checks = {id(c) for c in checks if c.walk is not None and len(c.sources) == 1
                          and self.walkable(c.sources[0])}
-        constants = [c for c in checks if use_cpp and c.constant is not None and id(c) not in walked_checks
-                     and isinstance(c.sources[0], AttrSource)]  # TensorMatch reads the attribute
+        constants = [c for c in checks if use_cpp and c.walk is not None and c.walk[0] == EQUALS
+                     and id(c) not in walked_checks and isinstance(c.sources[0], AttrSource)]  # TensorMatch reads it
         position = {_key(c.sources[0]): i for i, c in enumerate(native)}
         read_in_cpp = {id(c) for c in constants}
         in_native = {id(c) for c in native + modules} | read_in_cpp
@@ -189,7 +191,7 @@ class GuardWriter:
         groups: dict[str, tuple] = {}
         if native or modules or constants:
             specs = tuple(c.tensor_spec for c in native)
-            attrs = tuple((c.sources[0].attr, *c.constant) for c in constants)
+            attrs = tuple((c.sources[0].attr, *c.walk[1:]) for c in constants)
             match = self.consts.name(self.tensor_match(specs, tuple(relations), len(modules), attrs), "tensor_match")
             objects = self._tuple([c.sources[0] for c in native + modules] + [c.sources[0].base for c in constants],
                                   groups, "___objects")

@@ -31,11 +31,9 @@ import torch
 
 from . import native_guards
 from .capture.sources import Constants, Source, literal
-from .guard_writer import GuardWriter
+from .guard_writer import EQUALS, IS, IS_WEAK, KEYS, LEN, TYPE, GuardWriter
 
 GuardFn = Callable[[dict], "tuple | None"]
-#: The kinds of check of the C++ source walk (source_walk.cpp's Kind).
-_TYPE, _EQUALS, _KEYS, _LEN, _IS, _IS_WEAK = range(6)
 _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
@@ -54,12 +52,10 @@ class Check:
     relations: tuple[Linear, ...] | None = None
     #: A module called as its class's forward with no hooks: checked in C++ with the tensors.
     plain_module: bool = False
-    #: For a constant attribute (``type(a) is T and a == v``, or a tuple of primitives): (type,
-    #: value, item types or None), checked in C++ on the attribute's object when its source is
-    #: an attribute.
-    constant: tuple | None = None
     #: The check as a step of the C++ source walk (source_walk.cpp): (kind, *arguments); None
-    #: for checks that stay in Python.
+    #: for checks that stay in Python. A constant (``type(a) is T and a == v``, or a tuple of
+    #: primitives) is (EQUALS, type, value, item types or None), which TensorMatch also takes for
+    #: an attribute the walk cannot read.
     walk: tuple | None = None
 
     def expr(self, consts: Constants) -> str:
@@ -75,18 +71,18 @@ class GuardSet:
         self._seen: set[tuple[str, str]] = set()
 
     def _add(self, kind: str, sources: tuple[Source, ...], template: str, description: str,
-             tensor_spec: tuple | None = None, constant: tuple | None = None, walk: tuple | None = None) -> None:
+             tensor_spec: tuple | None = None, walk: tuple | None = None) -> None:
         key = (kind, "|".join(s.describe() for s in sources))
         if key in self._seen:
             return
         self._seen.add(key)
         self.checks.append(Check(template, sources, description, tensor_spec, plain_module=kind == "plain_call",
-                                 constant=constant, walk=walk))
+                                 walk=walk))
 
     def type_match(self, source: Source, value: Any) -> None:
         t = self.consts.name(type(value), "t")
         self._add("type", (source,), f"type({{0}}) is {t}", f"{source.describe()}: type is {type(value).__qualname__}",
-                  walk=(_TYPE, type(value)))
+                  walk=(TYPE, type(value)))
 
     def equals(self, source: Source, value: Any) -> None:
         """Type and value in one check (``True != 1``, ``1.0 != 1`` here)."""
@@ -105,7 +101,7 @@ class GuardSet:
             test = f"{{0}} == {self.consts.name(value, 'v')}"
             constant = (type(value), value, None)
         self._add("equals", (source,), f"type({{0}}) is {t} and {test}", f"{source.describe()} == {value!r}",
-                  constant=constant, walk=None if constant is None else (_EQUALS, *constant))
+                  walk=None if constant is None else (EQUALS, *constant))
 
     def constant_tuple(self, source: Source, value: tuple) -> None:
         """A tuple of primitives: the very same (immutable) tuple object, or an equal tuple whose
@@ -113,17 +109,16 @@ class GuardSet:
         c = self.consts.name(value, "v")
         types = self.consts.name(tuple(type(v) for v in value), "v")
         same = f"type({{0}}) is tuple and {{0}} == {c} and tuple(map(type, {{0}})) == {types}"
-        constant = (tuple, value, tuple(type(v) for v in value))
         self._add("equals", (source,), f"{{0}} is {c} or ({same})", f"{source.describe()} == {value!r}",
-                  constant=constant, walk=(_EQUALS, *constant))
+                  walk=(EQUALS, tuple, value, tuple(type(v) for v in value)))
 
     def identity(self, source: Source, value: Any) -> None:
         """Same object; held through a weak reference where the object allows it."""
         try:
             ref = weakref.ref(value)
-            template, walk = f"{{0}} is {self.consts.name(ref, 'w')}()", (_IS_WEAK, ref)
+            template, walk = f"{{0}} is {self.consts.name(ref, 'w')}()", (IS_WEAK, ref)
         except TypeError:
-            template, walk = f"{{0}} is {self.consts.name(value, 'o')}", (_IS, value)
+            template, walk = f"{{0}} is {self.consts.name(value, 'o')}", (IS, value)
         self._add("identity", (source,), template,
                   f"{source.describe()} is the same {type(value).__qualname__} object", walk=walk)
 
@@ -131,14 +126,14 @@ class GuardSet:
         t = self.consts.name(type(value), "t")
         self._add("len", (source,), f"type({{0}}) is {t} and len({{0}}) == {len(value)}",
                   f"{source.describe()}: {type(value).__qualname__} of length {len(value)}",
-                  walk=(_LEN, type(value), len(value)))
+                  walk=(LEN, type(value), len(value)))
 
     def dict_keys(self, source: Source, value: dict) -> None:
         t = self.consts.name(type(value), "t")
         keys = self.consts.name(tuple(value.keys()), "keys")
         self._add("keys", (source,), f"type({{0}}) is {t} and tuple({{0}}.keys()) == {keys}",
                   f"{source.describe()} keys == {tuple(value.keys())!r}",
-                  walk=(_KEYS, tuple(value.keys())) if type(value) is dict else None)
+                  walk=(KEYS, tuple(value.keys())) if type(value) is dict else None)
 
     def tensor(self, source: Source, t: torch.Tensor, fake: torch.Tensor | None = None) -> None:
         """Type, dtype, device, sizes, strides and requires_grad; a size or stride that is

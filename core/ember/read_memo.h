@@ -96,7 +96,7 @@ inline PyObject* instance_dict(PyObject* obj) {
 // nullptr (read it).
 inline PyObject* recall_attr(const ReadMemo& memo, PyObject* obj) {
   if (memo.value == nullptr || obj != memo.base || Py_TYPE(obj) != memo.type ||
-      type_version(memo.type) != memo.type_version || memo.type_version == 0) {
+      type_version(memo.type) != memo.type_version) {  // remembered only with a version tag
     return nullptr;
   }
   PyObject* dict = instance_dict(obj);
