@@ -475,3 +475,23 @@ def test_output_and_its_view_return_the_analysed_base(caplog, requires_grad):
     assert [o.shape for o in out] == [e.shape for e in expected]
     torch.testing.assert_close(out, expected)
     assert not [r for r in caplog.records if r.name == "ember.aot"]
+
+
+def test_mutated_input_repointed_into_another_inputs_storage_runs_eagerly(caplog):
+    # the alias check is skipped while every input keeps the addresses of the last call it
+    # passed; re-pointing a mutated input into another input's storage must be seen
+    def fn(a, b):
+        a.add_(1.0)
+        return a + b
+
+    a, b = torch.zeros(4), torch.ones(8)
+    compiled = aot_eager(torch.fx.symbolic_trace(fn), [a, b[:4]])
+    for _ in range(2):
+        compiled(a, b[:4])
+    torch.testing.assert_close(a, torch.full((4,), 2.0))
+    a.set_(b.untyped_storage(), 4, (4,))
+    with caplog.at_level(logging.WARNING, logger="ember.aot"):
+        out = compiled(a, b[:4])
+    torch.testing.assert_close(out, torch.full((4,), 3.0))
+    torch.testing.assert_close(b, torch.tensor([1.0] * 4 + [2.0] * 4))
+    assert "shares memory" in caplog.text

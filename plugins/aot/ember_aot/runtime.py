@@ -20,11 +20,9 @@ when differentiated again (double backward).
 """
 from __future__ import annotations
 
-import collections
 import dataclasses
 import itertools
 import logging
-import operator
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -35,6 +33,7 @@ from torch.utils import _pytree as pytree
 from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis, same_stride
 from .bw_variants import BackwardVariants
 from .grad_groups import GradGroup
+from .mutations import AliasCheck, WriteBack, picker
 from .symbolic import SizeProgram
 
 log = logging.getLogger("ember.aot")
@@ -65,7 +64,7 @@ class AOTFunction(torch.autograd.Function):
                 outs: list[torch.Tensor], layouts: list[TangentLayout], *inputs: torch.Tensor):
         if not outs:
             outs.extend(plan.fw(*primals))
-        n = plan.num_fwd_outputs
+        m, n = len(plan.mutated_inputs), plan.num_fwd_outputs
         ctx.plan, ctx.group, ctx.layouts = plan, g, layouts
         # The inputs that get gradients, so that gradients computed with create_graph=True stay
         # connected to them (see _no_double_backward). Leaves are alive anyway; non-leaf inputs
@@ -74,9 +73,11 @@ class AOTFunction(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         if plan._one_group:
             _save(ctx, outs[n:])
-            fwd = tuple(outs[:n])
-            if plan.nondiff_outputs:
-                ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_outputs))
+            # the new values of mutated inputs stay in ``outs`` for the write-back: they never
+            # get gradients, and each output of an autograd Function costs a wrapping
+            fwd = tuple(outs[m:n])
+            if plan.nondiff_produced:
+                ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_produced))
             return fwd
         # detached: a node's saved values must not hold (and keep alive) another node's outputs
         _save(ctx, [_detached(outs[n + s]) for s in plan.grad_groups[g].saved])
@@ -87,7 +88,7 @@ class AOTFunction(torch.autograd.Function):
         plan: CompiledPlan = ctx.plan
         group = plan.grad_groups[ctx.group]
         if plan._one_group:
-            grads = tuple(grads[i] for i in plan.diff_outputs)
+            grads = tuple(grads[i] for i in plan.diff_produced)
         create_graph = torch.is_grad_enabled()  # autograd runs a backward without grad otherwise
         if create_graph:
             with torch.no_grad():
@@ -208,14 +209,17 @@ class CompiledPlan:
     symbolic_inputs: list[Any] | None = None
 
     def __post_init__(self) -> None:
-        diff = set(self.diff_outputs)
-        self.nondiff_outputs = [i for i in range(self.num_fwd_outputs) if i not in diff]
+        diff, n_mut = set(self.diff_outputs), len(self.mutated_inputs)
+        # one gradient group: positions among the produced outputs the autograd Function returns
+        self.diff_produced = [i - n_mut for i in self.diff_outputs]
+        self.nondiff_produced = [i - n_mut for i in range(n_mut, self.num_fwd_outputs) if i not in diff]
         self.group_outputs = [tuple(self.diff_outputs[i] for i in g.outputs) for g in self.grad_groups]
-        self._group_inputs = [_picker([self.grad_inputs[k] for k in g.grads]) for g in self.grad_groups]
+        self._group_inputs = [picker([self.grad_inputs[k] for k in g.grads]) for g in self.grad_groups]
         self._one_group = len(self.grad_groups) == 1
         self._mutates = bool(self.mutated_inputs or self.inputs_mutated_in_graph)
+        self._aliased = AliasCheck(self.mutated_inputs + self.inputs_mutated_in_graph)
+        self._write_back = WriteBack(self.mutated_inputs)
         self._warned = False
-        n_mut = len(self.mutated_inputs)
         n_graph = len(self.analysis.graph_outputs)
         self._base_slots = [n_mut + n_graph + g for g in range(len(self.analysis.base_groups))]
         produced = iter(range(n_mut, n_mut + n_graph))
@@ -273,13 +277,16 @@ class CompiledPlan:
             tangent_layouts, outputs = self._sizes(args)
             if outputs is not None:
                 rebuild, base_layouts = outputs
-        if self._mutates and _mutated_input_aliases(primals, self):
+        if self._mutates and self._aliased(primals):
             return self._eager(args, "a mutated input shares memory with another input")
         if self._one_group:
             # without gradients to return (no graph input gets one), the outputs still need grad
             linked = self._group_inputs[0](primals) or [
                 p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad]
-            outs = AOTFunction.apply(self, 0, primals, [], tangent_layouts, *linked)
+            raw: list[Any] = []
+            outs = AOTFunction.apply(self, 0, primals, raw, tangent_layouts, *linked)
+            if self.mutated_inputs:
+                outs = (*raw[:len(self.mutated_inputs)], *outs)
         elif self.bw:
             outs = self._grouped_forward(primals, tangent_layouts)
         elif torch.is_grad_enabled():
@@ -294,7 +301,7 @@ class CompiledPlan:
                 raise RuntimeError("ember_aot: compiled graph returned a base with another layout")
             return self._eager(args, "the compiled graph returned a base with another layout")
         if self.mutated_inputs:
-            _write_back([primals[j] for j in self.mutated_inputs], outs)
+            self._write_back(primals, outs)
         result = []
         for kind, slot, layout, grad in rebuild:
             if kind == GRAPH:
@@ -311,38 +318,6 @@ class CompiledPlan:
                     size, stride, offset = layout
                     result.append(src.as_strided(size, stride, src.storage_offset() + offset))
         return pytree.tree_unflatten(result, self.analysis.out_spec)
-
-
-def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
-    """``lambda xs: tuple(xs[i] for i in positions)``, in C where it can be."""
-    if len(positions) > 1:
-        return operator.itemgetter(*positions)
-    return lambda xs: tuple(xs[i] for i in positions)
-
-
-def _write_back(targets: list[torch.Tensor], values: Sequence[torch.Tensor]) -> None:
-    """Copy the new values of mutated inputs into them: one foreach copy per dtype and device
-    (one fused kernel on CUDA), not one op each."""
-    groups: dict[tuple, tuple[list, list]] = {}
-    for t, v in zip(targets, values):
-        if v is not t:
-            dst, src = groups.setdefault((t.dtype, t.device, v.dtype), ([], []))
-            dst.append(t)
-            src.append(v)
-    with torch.no_grad():
-        for dst, src in groups.values():
-            torch._foreach_copy_(dst, src)
-
-
-def _mutated_input_aliases(primals: list[torch.Tensor], plan: CompiledPlan) -> bool:
-    """Whether a mutated input shares its (non-empty) storage with another input. Each storage
-    is looked up once: an optimizer step's graph takes hundreds of inputs and mutates most."""
-    ptrs = [t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) else None for t in primals]
-    if len(set(ptrs)) == len(ptrs):
-        return False
-    counts = collections.Counter(ptrs)
-    return any(counts[ptrs[j]] > 1 and primals[j].untyped_storage().nbytes()
-               for j in plan.mutated_inputs + plan.inputs_mutated_in_graph)
 
 
 class EagerPlan:
