@@ -152,3 +152,51 @@ def test_on_cuda_the_compiler_runs_convolutions_channels_last(caplog) -> None:
     assert not [r for r in caplog.records if r.levelname == "WARNING"]  # no fallback to aten
     assert out.stride() == expected.stride()
     assert_same(out, expected)
+
+
+def test_training_step_is_converted_whole_before_the_split() -> None:
+    """The joint pass: the convolutions' backward reads channels-last gradients and inputs, the
+    activations saved for it cross from the forward half channels-last, the weights' gradients
+    come out in the weights' layout; loss and gradients as eager's. (CPU tensors with
+    channels-last weights, as in the tests above: aten's CPU convolution then does as cuDNN.)"""
+    from ember_aot import aot_autograd
+    from ember_inductor.backend import make_graph_compiler
+
+    torch.manual_seed(0)
+    model = DenseBlock().to(memory_format=torch.channels_last)
+    params = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    x = torch.randn(2, 3, 12, 12)
+
+    def step(x, w1, b1, g1, be1, w2, b2, g2, be2, wf, bf):
+        y = F.relu(F.batch_norm(F.conv2d(x, w1, b1, padding=1), None, None, g1, be1, training=True))
+        y = torch.cat([y, F.conv2d(y, w2, b2, padding=1)], 1)
+        y = F.avg_pool2d(F.relu(F.batch_norm(y, None, None, g2, be2, training=True)), 2)
+        return F.linear(y.mean((2, 3)), wf, bf).pow(2).mean()
+
+    graphs, changed = [], []
+    inner = make_graph_compiler({"strict": True})
+
+    def compiler(gm, example_inputs):
+        graphs.append(gm)
+        return inner(gm, example_inputs)
+    backend = aot_autograd(compiler, joint_pass=lambda gm: changed.append(channels_last_convolutions(gm, "cpu", None)))
+    compiled = backend(torch.fx.symbolic_trace(step), [x, *params])
+    loss = compiled(x, *params)
+    loss.backward()
+    ref = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    expected = step(x, *ref)
+    expected.backward()
+    assert changed == [True]
+    assert_same(loss, expected)
+    for ours, theirs in zip(params, ref):
+        assert ours.grad.stride() == theirs.grad.stride()
+        torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-5)
+    backward = graphs[-1]
+    convs = [n for n in backward.graph.nodes if n.target is aten.convolution_backward.default]
+    assert convs and all(_is_cl(n.args[0]) and _is_cl(n.args[1]) for n in convs)
+    saved = [n for n in backward.graph.nodes if n.op == "placeholder" and n.meta["val"].dim() == 4]
+    assert any(_is_cl(n) for n in saved)
+
+
+def _is_cl(node) -> bool:
+    return node.meta["val"].is_contiguous(memory_format=torch.channels_last)

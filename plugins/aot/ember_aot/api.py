@@ -80,6 +80,7 @@ class AOTConfig:
     keep_inference_input_mutations: bool
     cache: plan_cache.PlanCodec | None = None
     dynamic: bool = False  # the compilers take graphs with symbolic sizes
+    joint_pass: Callable[[torch.fx.GraphModule], Any] | None = None  # rewrites a joint graph in place
 
 
 class _CompilerError(Exception):
@@ -134,6 +135,8 @@ def _compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConf
             traced.num_fwd_outputs, fw, symbolic_inputs=symbolic_args,
         )
     traced = trace_joint(traceable, args, analysis, for_joint(config.decompositions()), mode)
+    if config.joint_pass is not None:
+        config.joint_pass(traced.gm)
     joint_inputs = _placeholder_vals(traced.gm)
     fw_gm, bw_gm = config.partition_fn(
         traced.gm, joint_inputs, num_fwd_outputs=traced.num_fwd_outputs
@@ -281,6 +284,7 @@ def aot_autograd(
     keep_inference_input_mutations: bool = False,
     cache: plan_cache.PlanCodec | None = None,
     dynamic: bool = False,
+    joint_pass: Callable[[torch.fx.GraphModule], Any] | None = None,
 ) -> Backend:
     """A backend ``(gm, example_inputs, **kw) -> callable`` built on aten-level compilers.
 
@@ -297,7 +301,9 @@ def aot_autograd(
     module docstring). ``dynamic``: the compilers take graphs with symbolic sizes (placeholders'
     ``meta["val"]`` with ``SymInt`` sizes, ``SymInt`` inputs, size arithmetic as nodes), so a
     dynamic graph is traced and compiled once for every size; without it, a dynamic graph is
-    compiled per concrete input signature.
+    compiled per concrete input signature. ``joint_pass(joint_gm)`` may rewrite the joint graph of
+    forward and backward in place before it is split (its outputs' sizes, strides and meaning
+    kept; the values passed between the halves are then what it made them).
     """
     config = AOTConfig(
         fw_compiler=fw_compiler,
@@ -309,6 +315,7 @@ def aot_autograd(
         keep_inference_input_mutations=keep_inference_input_mutations,
         cache=cache,
         dynamic=dynamic,
+        joint_pass=joint_pass,
     )
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any):

@@ -22,7 +22,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from . import debug, measured
+from . import debug, layout, measured
 from .decompositions import decompositions
 from .trace import trace_inference
 
@@ -84,8 +84,9 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     if aot is not None:
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,
                       inference_compiler=compile_graph, decompositions=decompositions,
-                      cache=_plan_codec(mode, options), dynamic=True)  # compile_aten_graph takes
-        # symbolic graphs (and compiles per shape what it cannot compile symbolically)
+                      cache=_plan_codec(mode, options), joint_pass=layout.channels_last_training,
+                      dynamic=True)  # compile_aten_graph takes symbolic graphs (and compiles per
+        # shape what it cannot compile symbolically)
         compiled = backend(gm, example_inputs)
     elif measured.needs_grad(example_inputs):
         log.warning("ember_inductor: training graphs need ember_aot.aot_autograd; running eagerly")

@@ -12,6 +12,13 @@ more 4-D outputs than conversions it may add (the forward half of a training ste
 activations saved for the backward are outputs) is left as it is, as are graphs that mutate
 their inputs. Fake-tensor metadata (``meta["val"]``) is recomputed for every node from the
 first one that changed, so the lowering sees the new strides.
+
+A training step is converted whole, before ember_aot splits it (:func:`channels_last_training`,
+its joint pass): the convolutions' backward (``convolution_backward``) gets channels-last
+gradients and inputs too, the activations saved for it are channels-last in both halves, and
+only the joint graph's outputs are converted back (the weights' gradients, which cuDNN returns
+channels-last: eager's autograd would copy them into the weights' layout the same way). On the
+H200 a resnet18 training step spent 484 of its 2002 us of GPU time in cuDNN's transposes.
 """
 from __future__ import annotations
 
@@ -20,26 +27,36 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch._prims_common import suggest_memory_format
 from torch.utils import _pytree as pytree
 
 log = logging.getLogger("ember.inductor")
 aten = torch.ops.aten
 
-CONVOLUTIONS = (aten.convolution.default,)
+#: Convolutions, and the positions of their arguments that cuDNN reads channels-last.
+CONVOLUTIONS = {aten.convolution.default: (0,), aten.convolution_backward.default: (0, 1)}
 
 
 def _is_channels_last(t: Any) -> bool:
     return t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)
 
 
-def _wants_channels_last(node: torch.fx.Node, device_type: str) -> bool:
-    """A 2-D convolution (4-D input on ``device_type``) whose input is not channels-last yet."""
+def _wants_channels_last(node: torch.fx.Node, device_type: str) -> list[torch.fx.Node]:
+    """The 4-D arguments on ``device_type`` of a 2-D convolution (or its backward) that are not
+    channels-last yet."""
     if node.op != "call_function" or node.target not in CONVOLUTIONS:
-        return False
-    x = node.args[0]
+        return []
+    if node.target is aten.convolution_backward.default and not _is_4d(node.args[1], device_type):
+        return []
+    if node.target is aten.convolution.default and not _is_4d(node.args[0], device_type):
+        return []
+    return [node.args[i] for i in CONVOLUTIONS[node.target]
+            if _is_4d(node.args[i], device_type) and not _is_channels_last(node.args[i].meta["val"])]
+
+
+def _is_4d(x: Any, device_type: str) -> bool:
     val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-    return (isinstance(val, torch.Tensor) and val.dim() == 4 and val.device.type == device_type
-            and not _is_channels_last(val))
+    return isinstance(val, torch.Tensor) and val.dim() == 4 and val.device.type == device_type
 
 
 def _mutates(gm: torch.fx.GraphModule) -> bool:
@@ -47,13 +64,20 @@ def _mutates(gm: torch.fx.GraphModule) -> bool:
                for n in gm.graph.nodes)
 
 
+def channels_last_training(gm: torch.fx.GraphModule) -> bool:
+    """The joint pass of a training step (forward and backward in one graph, see the module
+    docstring): every output may be converted back, none is a saved activation."""
+    return channels_last_convolutions(gm, "cuda", max_output_conversions=None)
+
+
 def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cuda",
-                               max_output_conversions: int = 1) -> bool:
+                               max_output_conversions: int | None = 1) -> bool:
     """Rewrite ``gm`` (an aten graph with ``meta["val"]`` fakes) in place as described above, for
     the convolutions on ``device_type``.
 
     Returns whether it changed anything. Nothing is changed when the graph has no such 2-D
-    convolution, mutates an input, or has more 4-D outputs than ``max_output_conversions``.
+    convolution, mutates an input, or has more 4-D outputs than ``max_output_conversions``
+    (None: any number).
     """
     graph = gm.graph
     if not any(_wants_channels_last(n, device_type) for n in graph.nodes) or _mutates(gm):
@@ -62,7 +86,8 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cud
     expected = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None
                 for a in pytree.tree_leaves(output.args[0])]
     maps = [v for v in expected if isinstance(v, torch.Tensor) and v.dim() == 4]
-    if len(maps) > max_output_conversions:  # decided before the (costly) re-propagation
+    limit = len(maps) if max_output_conversions is None else max_output_conversions
+    if len(maps) > limit:  # decided before the (costly) re-propagation
         return False
     saved = {n: n.meta.get("val") for n in graph.nodes}
     added: list[torch.fx.Node] = []
@@ -73,7 +98,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cud
     except Exception as exc:  # a fake kernel that fails here: keep the graph as traced
         log.debug("channels-last layout not applied: %s: %s", type(exc).__name__, exc)
         converted = None
-    if converted is None or converted > max_output_conversions:
+    if converted is None or converted > limit:
         _undo(gm, saved, added)
         return False
     graph.lint()
@@ -95,16 +120,17 @@ def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], 
     of every call from the first conversion on (node order is a topological order)."""
     graph = gm.graph
     changed = False
+    clones: dict[torch.fx.Node, torch.fx.Node] = {}  # one conversion per value, for all its convolutions
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
-        if _wants_channels_last(node, device_type):
-            x = node.args[0]
-            with graph.inserting_before(node):
-                clone = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.channels_last})
-            added.append(clone)
-            _recompute(clone, mode)
-            node.replace_input_with(x, clone)
+        for x in _wants_channels_last(node, device_type):
+            if x not in clones:
+                with graph.inserting_before(node):
+                    clones[x] = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.channels_last})
+                added.append(clones[x])
+                _recompute(clones[x], mode)
+            node.replace_input_with(x, clones[x])
             changed = True
         if changed:
             _recompute(node, mode)
@@ -113,7 +139,22 @@ def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], 
 def _recompute(node: torch.fx.Node, mode: Any) -> None:
     args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta.get("val"))
     with mode:
-        node.meta["val"] = node.target(*args, **kwargs)
+        val = node.target(*args, **kwargs)
+        if node.target is aten.convolution_backward.default:
+            val = _backend_layouts(args[1], args[2], val)
+        node.meta["val"] = val
+
+
+def _backend_layouts(x: torch.Tensor, weight: torch.Tensor, grads: tuple) -> tuple:
+    """``convolution_backward``'s gradients with the layouts cuDNN returns: channels-last when its
+    input or weight is (its meta kernel says contiguous). Should a backend return others, the
+    compiled graph's first call sees it (``LayoutMismatch``) and runs the graph with aten."""
+    fmt = torch.channels_last
+    if fmt not in (suggest_memory_format(x), suggest_memory_format(weight)):
+        return grads
+    gi, gw, gb = grads
+    return (None if gi is None else gi.contiguous(memory_format=fmt),
+            None if gw is None else gw.contiguous(memory_format=fmt), gb)
 
 
 def _restore_output_layouts(gm: torch.fx.GraphModule, mode: Any, output: torch.fx.Node,

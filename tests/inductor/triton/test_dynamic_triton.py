@@ -133,8 +133,8 @@ def _size_types(fn, *inputs) -> set[str]:
 
 def test_sizes_are_32_bit_arguments_where_indices_are(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where every extent is guarded to fit 32 bits the sizes are ``i32`` arguments, so that
-    ``xnumel`` and the masks are 32-bit (an ``i64`` size made every mask compare 64-bit: the
-    dynamic pointwise chain ran 1.13x its specialised time on the H200); else ``i64``."""
+    ``xnumel`` and the masks are 32-bit as in the specialised kernel (with ``i64`` sizes every
+    mask compared 64-bit); else ``i64``."""
     from ember_inductor.codegen import triton as triton_codegen
 
     def chain(x: torch.Tensor) -> torch.Tensor:
