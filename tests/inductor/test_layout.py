@@ -157,13 +157,13 @@ def test_on_cuda_the_compiler_runs_convolutions_channels_last(caplog) -> None:
 def test_training_step_is_converted_whole_before_the_split() -> None:
     """The joint pass: the convolutions' backward reads channels-last gradients and inputs, the
     activations saved for it cross from the forward half channels-last, the weights' gradients
-    come out in the weights' layout; loss and gradients as eager's. (CPU tensors with
-    channels-last weights, as in the tests above: aten's CPU convolution then does as cuDNN.)"""
+    come out in the weights' layout; loss and gradients as eager's. (CPU tensors: with its
+    weights converted too, aten's CPU convolution then does as cuDNN.)"""
     from ember_aot import aot_autograd
     from ember_inductor.backend import make_graph_compiler
 
     torch.manual_seed(0)
-    model = DenseBlock().to(memory_format=torch.channels_last)
+    model = DenseBlock()
     params = [p.detach().clone().requires_grad_() for p in model.parameters()]
     x = torch.randn(2, 3, 12, 12)
 
@@ -179,7 +179,7 @@ def test_training_step_is_converted_whole_before_the_split() -> None:
     def compiler(gm, example_inputs):
         graphs.append(gm)
         return inner(gm, example_inputs)
-    backend = aot_autograd(compiler, joint_pass=lambda gm: changed.append(channels_last_convolutions(gm, "cpu", None)))
+    backend = aot_autograd(compiler, joint_pass=lambda gm: changed.append(channels_last_convolutions(gm, "cpu", None, weights=True)))
     compiled = backend(torch.fx.symbolic_trace(step), [x, *params])
     loss = compiled(x, *params)
     loss.backward()
@@ -193,7 +193,7 @@ def test_training_step_is_converted_whole_before_the_split() -> None:
         torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-5)
     backward = graphs[-1]
     convs = [n for n in backward.graph.nodes if n.target is aten.convolution_backward.default]
-    assert convs and all(_is_cl(n.args[0]) and _is_cl(n.args[1]) for n in convs)
+    assert convs and all(_is_cl(n.args[0]) and _is_cl(n.args[1]) and _is_cl(n.args[2]) for n in convs)
     saved = [n for n in backward.graph.nodes if n.op == "placeholder" and n.meta["val"].dim() == 4]
     assert any(_is_cl(n) for n in saved)
 

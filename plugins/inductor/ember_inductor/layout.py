@@ -35,13 +35,17 @@ aten = torch.ops.aten
 
 #: Convolutions, and the positions of their arguments that cuDNN reads channels-last.
 CONVOLUTIONS = {aten.convolution.default: (0,), aten.convolution_backward.default: (0, 1)}
+#: The position of their weight, converted too in a training step: aten would convert it inside
+#: each convolution for a channels-last input, with a slower copy (H200, resnet18 training step:
+#: 1887 -> 1852 us of GPU time)
+WEIGHTS = {aten.convolution.default: 1, aten.convolution_backward.default: 2}
 
 
 def _is_channels_last(t: Any) -> bool:
     return t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)
 
 
-def _wants_channels_last(node: torch.fx.Node, device_type: str) -> list[torch.fx.Node]:
+def _wants_channels_last(node: torch.fx.Node, device_type: str, weights: bool = False) -> list[torch.fx.Node]:
     """The 4-D arguments on ``device_type`` of a 2-D convolution (or its backward) that are not
     channels-last yet."""
     if node.op != "call_function" or node.target not in CONVOLUTIONS:
@@ -50,7 +54,8 @@ def _wants_channels_last(node: torch.fx.Node, device_type: str) -> list[torch.fx
         return []
     if node.target is aten.convolution.default and not _is_4d(node.args[0], device_type):
         return []
-    return [node.args[i] for i in CONVOLUTIONS[node.target]
+    positions = CONVOLUTIONS[node.target] + ((WEIGHTS[node.target],) if weights else ())
+    return [node.args[i] for i in positions
             if _is_4d(node.args[i], device_type) and not _is_channels_last(node.args[i].meta["val"])]
 
 
@@ -67,11 +72,11 @@ def _mutates(gm: torch.fx.GraphModule) -> bool:
 def channels_last_training(gm: torch.fx.GraphModule) -> bool:
     """The joint pass of a training step (forward and backward in one graph, see the module
     docstring): every output may be converted back, none is a saved activation."""
-    return channels_last_convolutions(gm, "cuda", max_output_conversions=None)
+    return channels_last_convolutions(gm, "cuda", max_output_conversions=None, weights=True)
 
 
 def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cuda",
-                               max_output_conversions: int | None = 1) -> bool:
+                               max_output_conversions: int | None = 1, weights: bool = False) -> bool:
     """Rewrite ``gm`` (an aten graph with ``meta["val"]`` fakes) in place as described above, for
     the convolutions on ``device_type``.
 
@@ -93,7 +98,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cud
     added: list[torch.fx.Node] = []
     try:
         mode = _fake_mode(gm)
-        _propagate(gm, mode, added, device_type)
+        _propagate(gm, mode, added, device_type, weights)
         converted = _restore_output_layouts(gm, mode, output, expected, added)
     except Exception as exc:  # a fake kernel that fails here: keep the graph as traced
         log.debug("channels-last layout not applied: %s: %s", type(exc).__name__, exc)
@@ -115,7 +120,8 @@ def _fake_mode(gm: torch.fx.GraphModule) -> Any:
     raise RuntimeError("the graph carries no fake tensors")
 
 
-def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], device_type: str) -> None:
+def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], device_type: str,
+               weights: bool = False) -> None:
     """Insert the channels-last conversions before convolutions, recomputing ``meta["val"]``
     of every call from the first conversion on (node order is a topological order)."""
     graph = gm.graph
@@ -124,7 +130,7 @@ def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], 
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
-        for x in _wants_channels_last(node, device_type):
+        for x in _wants_channels_last(node, device_type, weights):
             if x not in clones:
                 with graph.inserting_before(node):
                     clones[x] = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.channels_last})
