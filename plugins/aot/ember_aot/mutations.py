@@ -4,8 +4,9 @@ check that no mutated input shares memory with another input.
 Both run on every call of a plan that mutates inputs (a training step's batch-norm statistics:
 resnet18 writes back 60 buffers and takes 123 inputs), so each does its per-call work in C
 loops: the write-back's grouping by dtype and device is found on the first call and kept (the
-guards fix the inputs' dtypes and devices), and the alias check is skipped when every input has
-the storage address and offset of the last call it passed.
+guards fix the inputs' dtypes and devices; a mixed group would still copy right, only slower),
+and the alias check is skipped when every input has the data address and storage offset of the
+last call it passed (so the same storage addresses: what the check compares).
 """
 from __future__ import annotations
 
