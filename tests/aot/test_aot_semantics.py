@@ -495,3 +495,25 @@ def test_mutated_input_repointed_into_another_inputs_storage_runs_eagerly(caplog
     torch.testing.assert_close(out, torch.full((4,), 3.0))
     torch.testing.assert_close(b, torch.tensor([1.0] * 4 + [2.0] * 4))
     assert "shares memory" in caplog.text
+
+
+def test_output_that_is_also_a_mutated_inputs_new_value_keeps_its_gradient():
+    # b is returned and also written into a: the new value of a mutated input left the autograd
+    # Function as a non-differentiable output, and with it b (no gradient reached w)
+    def fn(a, w):
+        b = a + w
+        a.copy_(b.detach())
+        return b
+
+    w = torch.randn(3, requires_grad=True)
+    compiled = aot_eager(torch.fx.symbolic_trace(fn), [torch.zeros(3), w])
+    a = torch.zeros(3)
+    out = compiled(a, w)
+    ref_w = w.detach().clone().requires_grad_()
+    ref_a = torch.zeros(3)
+    expected = fn(ref_a, ref_w)
+    assert out.requires_grad == expected.requires_grad
+    out.sum().backward()
+    expected.sum().backward()
+    torch.testing.assert_close(w.grad, ref_w.grad)
+    torch.testing.assert_close(a, ref_a)

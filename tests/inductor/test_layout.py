@@ -179,7 +179,7 @@ def test_training_step_is_converted_whole_before_the_split() -> None:
     def compiler(gm, example_inputs):
         graphs.append(gm)
         return inner(gm, example_inputs)
-    backend = aot_autograd(compiler, joint_pass=lambda gm: changed.append(channels_last_convolutions(gm, "cpu", None, weights=True)))
+    backend = aot_autograd(compiler, joint_pass=lambda gm: changed.append(channels_last_convolutions(gm, "cpu", None, training=True)))
     compiled = backend(torch.fx.symbolic_trace(step), [x, *params])
     loss = compiled(x, *params)
     loss.backward()
@@ -200,3 +200,40 @@ def test_training_step_is_converted_whole_before_the_split() -> None:
 
 def _is_cl(node) -> bool:
     return node.meta["val"].is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("case", ["channels_last_input", "float64"])
+def test_training_pass_converts_weights_and_leaves_float64(case: str) -> None:
+    """An input already channels-last still gets its weight converted (the pass's early exit
+    looks at the training positions); float64, which cuDNN runs NCHW, is left as traced."""
+    from ember_aot import aot_autograd
+
+    torch.manual_seed(0)
+    dtype = torch.float64 if case == "float64" else torch.float32
+    x = torch.randn(2, 3, 8, 8, dtype=dtype)
+    if case == "channels_last_input":
+        x = x.contiguous(memory_format=torch.channels_last)
+    w = torch.randn(4, 3, 3, 3, dtype=dtype, requires_grad=True)
+
+    def step(x, w):
+        return F.conv2d(x, w, padding=1).pow(2).mean()
+
+    changed, graphs = [], []
+
+    def compiler(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+    backend = aot_autograd(compiler, joint_pass=lambda gm: changed.append(
+        channels_last_convolutions(gm, "cpu", None, training=True)))
+    loss = backend(torch.fx.symbolic_trace(step), [x, w])(x, w)
+    loss.backward()
+    ref = w.detach().clone().requires_grad_()
+    expected = step(x, ref)
+    expected.backward()
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(w.grad, ref.grad)
+    assert w.grad.stride() == ref.grad.stride()
+    assert changed == [case == "channels_last_input"]
+    if changed[0]:
+        conv = next(n for n in graphs[0].graph.nodes if n.target is aten.convolution.default)
+        assert _is_cl(conv.args[1])

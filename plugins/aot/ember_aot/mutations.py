@@ -28,7 +28,9 @@ def picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
 class WriteBack:
     """Copies the new values of the inputs at ``positions`` (the forward's leading outputs, in
     that order) into them: one ``_foreach_copy_`` per dtype and device (one fused kernel on
-    CUDA), not one op each. A value that is its input already is not copied."""
+    CUDA), not one op each. A value that is its input already is not copied: decided on the
+    first call, as whether the graph returns a placeholder is the graph's (a view of the input
+    that a backend returned instead would be copied onto itself, which changes nothing)."""
 
     def __init__(self, positions: list[int]) -> None:
         self.positions = positions

@@ -33,35 +33,37 @@ from torch.utils import _pytree as pytree
 log = logging.getLogger("ember.inductor")
 aten = torch.ops.aten
 
-#: Convolutions, and the positions of their arguments that cuDNN reads channels-last.
-CONVOLUTIONS = {aten.convolution.default: (0,), aten.convolution_backward.default: (0, 1)}
-#: The position of their weight, converted too in a training step: aten would convert it inside
-#: each convolution for a channels-last input, with a slower copy (H200, resnet18 training step:
-#: 1887 -> 1852 us of GPU time)
-WEIGHTS = {aten.convolution.default: 1, aten.convolution_backward.default: 2}
+#: Convolutions, and the positions of their arguments converted to channels-last: in any graph,
+#: a convolution's input.
+CONVOLUTIONS = {aten.convolution.default: (0,)}
+#: In a training step (forward and backward in one graph) also the weights, which aten would
+#: convert inside each convolution for a channels-last input with a slower copy (H200, resnet18
+#: training step: 1887 -> 1852 us of GPU time), and the backward's gradient, input and weight.
+TRAINING = {aten.convolution.default: (0, 1), aten.convolution_backward.default: (0, 1, 2)}
+#: The dtypes cuDNN runs channels-last (it runs float64 convolutions NCHW).
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _is_channels_last(t: Any) -> bool:
     return t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)
 
 
-def _wants_channels_last(node: torch.fx.Node, device_type: str, weights: bool = False) -> list[torch.fx.Node]:
-    """The 4-D arguments on ``device_type`` of a 2-D convolution (or its backward) that are not
-    channels-last yet."""
-    if node.op != "call_function" or node.target not in CONVOLUTIONS:
+def _to_convert(node: torch.fx.Node, device_type: str, positions: dict) -> list[torch.fx.Node]:
+    """The arguments at ``positions[op]`` of a 2-D convolution (or its backward) on
+    ``device_type`` that are not channels-last yet."""
+    if node.op != "call_function" or node.target not in positions:
         return []
-    if node.target is aten.convolution_backward.default and not _is_4d(node.args[1], device_type):
+    data = node.args[1] if node.target is aten.convolution_backward.default else node.args[0]
+    if not _is_4d(data, device_type):
         return []
-    if node.target is aten.convolution.default and not _is_4d(node.args[0], device_type):
-        return []
-    positions = CONVOLUTIONS[node.target] + ((WEIGHTS[node.target],) if weights else ())
-    return [node.args[i] for i in positions
+    return [node.args[i] for i in positions[node.target]
             if _is_4d(node.args[i], device_type) and not _is_channels_last(node.args[i].meta["val"])]
 
 
 def _is_4d(x: Any, device_type: str) -> bool:
     val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-    return isinstance(val, torch.Tensor) and val.dim() == 4 and val.device.type == device_type
+    return (isinstance(val, torch.Tensor) and val.dim() == 4 and val.device.type == device_type
+            and val.dtype in DTYPES)
 
 
 def _mutates(gm: torch.fx.GraphModule) -> bool:
@@ -71,21 +73,26 @@ def _mutates(gm: torch.fx.GraphModule) -> bool:
 
 def channels_last_training(gm: torch.fx.GraphModule) -> bool:
     """The joint pass of a training step (forward and backward in one graph, see the module
-    docstring): every output may be converted back, none is a saved activation."""
-    return channels_last_convolutions(gm, "cuda", max_output_conversions=None, weights=True)
+    docstring): every output may be converted back, none is a saved activation. Only where cuDNN
+    runs the convolutions (``_backend_layouts`` gives its gradients' layouts)."""
+    if torch.version.hip is not None or not (torch.backends.cudnn.is_available() and torch.backends.cudnn.enabled):
+        return False
+    return channels_last_convolutions(gm, "cuda", max_output_conversions=None, training=True)
 
 
 def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cuda",
-                               max_output_conversions: int | None = 1, weights: bool = False) -> bool:
+                               max_output_conversions: int | None = 1, training: bool = False) -> bool:
     """Rewrite ``gm`` (an aten graph with ``meta["val"]`` fakes) in place as described above, for
     the convolutions on ``device_type``.
 
     Returns whether it changed anything. Nothing is changed when the graph has no such 2-D
     convolution, mutates an input, or has more 4-D outputs than ``max_output_conversions``
-    (None: any number).
+    (None: any number). ``training``: a joint graph, whose weights and convolutions' backward are
+    converted too (``TRAINING``).
     """
     graph = gm.graph
-    if not any(_wants_channels_last(n, device_type) for n in graph.nodes) or _mutates(gm):
+    positions = TRAINING if training else CONVOLUTIONS
+    if not any(_to_convert(n, device_type, positions) for n in graph.nodes) or _mutates(gm):
         return False
     output = next(n for n in graph.nodes if n.op == "output")
     expected = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None
@@ -98,7 +105,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, device_type: str = "cud
     added: list[torch.fx.Node] = []
     try:
         mode = _fake_mode(gm)
-        _propagate(gm, mode, added, device_type, weights)
+        _propagate(gm, mode, added, device_type, positions)
         converted = _restore_output_layouts(gm, mode, output, expected, added)
     except Exception as exc:  # a fake kernel that fails here: keep the graph as traced
         log.debug("channels-last layout not applied: %s: %s", type(exc).__name__, exc)
@@ -121,7 +128,7 @@ def _fake_mode(gm: torch.fx.GraphModule) -> Any:
 
 
 def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], device_type: str,
-               weights: bool = False) -> None:
+               positions: dict) -> None:
     """Insert the channels-last conversions before convolutions, recomputing ``meta["val"]``
     of every call from the first conversion on (node order is a topological order)."""
     graph = gm.graph
@@ -130,7 +137,7 @@ def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], 
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
-        for x in _wants_channels_last(node, device_type, weights):
+        for x in _to_convert(node, device_type, positions):
             if x not in clones:
                 with graph.inserting_before(node):
                     clones[x] = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.channels_last})
@@ -152,8 +159,9 @@ def _recompute(node: torch.fx.Node, mode: Any) -> None:
 
 
 def _backend_layouts(x: torch.Tensor, weight: torch.Tensor, grads: tuple) -> tuple:
-    """``convolution_backward``'s gradients with the layouts cuDNN returns: channels-last when its
-    input or weight is (its meta kernel says contiguous). Should a backend return others, the
+    """``convolution_backward``'s gradients with the layouts cuDNN returns for the dtypes converted
+    here: channels-last when its input or weight is (the fake kernel's answer has varied between
+    torch versions; where it agrees this changes nothing). Should a backend return others, the
     compiled graph's first call sees it (``LayoutMismatch``) and runs the graph with aten."""
     fmt = torch.channels_last
     if fmt not in (suggest_memory_format(x), suggest_memory_format(weight)):
