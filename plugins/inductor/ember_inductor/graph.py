@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import re
 from typing import Any, Sequence
 
 import sympy
@@ -66,6 +67,7 @@ class GraphLowering:
             stride = indexing.contiguous_strides(size)
         layout = ir.Layout(size, to_exprs(stride), data.get_dtype())
         buf = ir.ComputedBuffer(self._new_name("buf"), layout, data)
+        buf.origin = _op_name(self._current_node)
         self.operations.append(buf)
         self.names[buf.name] = buf
         return buf
@@ -93,8 +95,10 @@ class GraphLowering:
             # size arithmetic and queries (``sym_size``, ``aten.size``): the wrapper computes them
             return _size_value(val) if isinstance(val, torch.SymInt) else [_size_value(v) for v in val]
         if node.op == "output":
-            self.outputs = [self._output_value(v, n) for v, n in zip(
-                pytree.tree_leaves(self._map_args(node.args[0])), pytree.tree_leaves(node.args[0]))]
+            self.outputs = []
+            for v, n in zip(pytree.tree_leaves(self._map_args(node.args[0])), pytree.tree_leaves(node.args[0])):
+                self._current_node = n if isinstance(n, torch.fx.Node) else node  # names the buffer
+                self.outputs.append(self._output_value(v, n))
             return None
         if node.op == "get_attr":
             return self._constant(node)
@@ -334,6 +338,16 @@ def _bias_add_fuses(node: torch.fx.Node) -> bool:
         if _is_view_op(user) and not _bias_add_fuses(user):
             return False
     return True
+
+
+def _op_name(node: torch.fx.Node | None) -> str:
+    """The name of the aten op whose lowering realized a buffer (``native_batch_norm``), for
+    kernel names; "" for the graph's output and placeholders."""
+    if node is None or node.op != "call_function":
+        return ""
+    target = node.target
+    name = getattr(target, "_opname", None) or getattr(target, "__name__", "")
+    return re.sub(r"\W", "_", name)
 
 
 def _is_view_op(node: Any) -> bool:

@@ -109,6 +109,7 @@ class ComputedBuffer(Buffer):
     def __init__(self, name: str, layout: Layout, data: "Pointwise | Reduction") -> None:
         super().__init__(name, layout)
         self.data = data
+        self.origin = ""  # the aten op whose lowering realized it (kernel names)
 
     def is_reduction(self) -> bool:
         return isinstance(self.data, Reduction)

@@ -81,6 +81,17 @@ def test_softmax_reads_its_input_once_when_persistent() -> None:
     assert body.count("tl.load(") == 1
 
 
+def test_kernels_are_named_by_the_ops_they_compute() -> None:
+    """What profilers and tracebacks show: the kind of kernel, then the aten ops whose buffers it
+    computes, the graph's outputs included."""
+    def norm_then_gelu(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(torch.nn.functional.layer_norm(x, (64,), w, b)) * 2
+    src = kernel_source(check(norm_then_gelu, torch.randn(8, 64), torch.randn(64), torch.randn(64)))
+    names = [line.split("(")[0][4:] for line in src.splitlines() if line.startswith("def triton_")]
+    assert names and all(n.startswith(("triton_red_", "triton_poi_")) for n in names), names
+    assert any("var_mean" in n for n in names) and names[-1].endswith("_mul"), names
+
+
 def test_int64_indexing_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(triton_codegen, "INT32_MAX", 1000)
     src = kernel_source(check(lambda x: (x.sin() + 1, x.sum(1)), torch.randn(40, 60)))
