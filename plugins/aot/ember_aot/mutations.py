@@ -11,7 +11,6 @@ last call it passed (so the same storage addresses: what the check compares).
 from __future__ import annotations
 
 import collections
-import itertools
 import operator
 from typing import Any, Callable, Sequence
 
@@ -59,15 +58,17 @@ class AliasCheck:
 
     Each storage is looked up once: an optimizer step's graph takes hundreds of inputs and
     mutates most. A call whose inputs all have the data address and storage offset of the last
-    call that passed has the same storage addresses, so it passes without looking them up."""
+    call that passed has the same storage addresses, so it passes without looking them up
+    (a plan whose inputs include varying ints, ``tensors_only`` False, always looks)."""
 
-    def __init__(self, positions: list[int]) -> None:
+    def __init__(self, positions: list[int], tensors_only: bool) -> None:
         self.positions = positions
+        self.tensors_only = tensors_only  # every input a tensor (no varying int): stamped
         self._passed: tuple[list[int], list[int]] | None = None
 
     def __call__(self, primals: list[Any]) -> bool:
         stamp = None
-        if all(map(isinstance, primals, itertools.repeat(torch.Tensor))):
+        if self.tensors_only:
             stamp = (list(map(torch.Tensor.data_ptr, primals)), list(map(torch.Tensor.storage_offset, primals)))
             if stamp == self._passed:
                 return False

@@ -217,7 +217,9 @@ class CompiledPlan:
         self._group_inputs = [picker([self.grad_inputs[k] for k in g.grads]) for g in self.grad_groups]
         self._one_group = len(self.grad_groups) == 1
         self._mutates = bool(self.mutated_inputs or self.inputs_mutated_in_graph)
-        self._aliased = AliasCheck(self.mutated_inputs + self.inputs_mutated_in_graph)
+        tensors_only = self.symbolic_inputs is None or all(
+            isinstance(self.symbolic_inputs[i], torch.Tensor) for i in self.tensor_pos)
+        self._aliased = AliasCheck(self.mutated_inputs + self.inputs_mutated_in_graph, tensors_only)
         self._write_back = WriteBack(self.mutated_inputs)
         self._warned = False
         n_graph = len(self.analysis.graph_outputs)

@@ -54,13 +54,14 @@ def _to_convert(node: torch.fx.Node, device_type: str, positions: dict) -> list[
     if node.op != "call_function" or node.target not in positions:
         return []
     data = node.args[1] if node.target is aten.convolution_backward.default else node.args[0]
-    if not _is_4d(data, device_type):
+    if not _convertible(data, device_type):
         return []
     return [node.args[i] for i in positions[node.target]
-            if _is_4d(node.args[i], device_type) and not _is_channels_last(node.args[i].meta["val"])]
+            if _convertible(node.args[i], device_type) and not _is_channels_last(node.args[i].meta["val"])]
 
 
-def _is_4d(x: Any, device_type: str) -> bool:
+def _convertible(x: Any, device_type: str) -> bool:
+    """A 4-D tensor value on ``device_type`` of a dtype cuDNN runs channels-last."""
     val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
     return (isinstance(val, torch.Tensor) and val.dim() == 4 and val.device.type == device_type
             and val.dtype in DTYPES)
