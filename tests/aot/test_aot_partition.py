@@ -105,3 +105,36 @@ def test_saved_activation_bytes_counts_distinct_non_input_storages():
     assert saved_activation_bytes(lambda t: t.sin(), x) == 0  # sin saves its input only
     assert saved_activation_bytes(lambda t: t.exp(), x) == 400  # exp saves its output
     assert saved_activation_bytes(lambda t: (t * 2).sin(), x) == 400
+
+
+def test_a_node_the_joint_pass_marks_is_saved_not_recomputed():
+    """``meta[SAVE]`` (set by a joint pass, as the inductor's channels-last pass does on weights'
+    layout conversions): the min-cut saves the node for the backward instead of recomputing it
+    there, although saving the weight it is computed from costs the same bytes."""
+    from ember_aot.partition import SAVE
+
+    def fn(x, w):
+        return (x @ (w * 2)).relu().sum()
+
+    def mark(joint):
+        for n in joint.graph.nodes:
+            if n.target is torch.ops.aten.mul.Tensor:
+                n.meta[SAVE] = True
+
+    def muls(gm):  # w * 2 (the backward's other mul scales a gradient)
+        return sum(n.target is torch.ops.aten.mul.Tensor and n.args[0].op == "placeholder"
+                   for n in gm.graph.nodes)
+
+    x, w = torch.randn(8, 16, requires_grad=True), torch.randn(16, 16, requires_grad=True)
+    for joint_pass, recomputed in ((None, 1), (mark, 0)):
+        rec = Recorder(min_cut_partition)
+        gm = torch.fx.symbolic_trace(fn)
+        compiled = aot_autograd(lambda g, ex: g.forward, partition_fn=rec, joint_pass=joint_pass)(gm, [x, w])
+        compiled(x, w).backward()
+        grads = (x.grad, w.grad)
+        x.grad = w.grad = None
+        fn(x, w).backward()
+        torch.testing.assert_close(grads, (x.grad, w.grad))
+        x.grad = w.grad = None
+        assert muls(rec.fw) == 1
+        assert muls(rec.bw) == recomputed

@@ -303,7 +303,8 @@ def aot_autograd(
     dynamic graph is traced and compiled once for every size; without it, a dynamic graph is
     compiled per concrete input signature. ``joint_pass(joint_gm)`` may rewrite the joint graph of
     forward and backward in place before it is split (its outputs' sizes, strides and meaning
-    kept; the values passed between the halves are then what it made them). Plans are stored
+    kept; the values passed between the halves are then what it made them; a node it marks
+``meta[partition.SAVE]`` is saved for the backward, not recomputed there). Plans are stored
     after it: a ``cache`` codec's salt must change when the pass does (ember's inductor salts
     with its own sources, the pass among them).
     """

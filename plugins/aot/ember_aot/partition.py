@@ -13,6 +13,11 @@ be recomputed in the backward. The cut is the cheapest set of values that separa
 forward computes from what the backward needs. Random ops are never recomputed, so dropout's
 backward uses the forward's mask.
 
+A joint pass (``aot_autograd(joint_pass=...)``) may mark a node ``meta[SAVE] = True``: the
+min-cut then keeps it in the forward and saves it rather than recomputing it (a layout conversion
+of a weight feeding convolutions in both halves: recomputed, it ties in bytes with saving the
+weight, and costs the backward one more kernel per weight).
+
 Symbolic sizes: a size the backward needs (a ``sym_size`` node, or arithmetic on sizes) is saved
 as a Python number (weight 1) or recomputed from a saved tensor's size; and every size symbol
 the backward's inputs carry is bound by one of them (a tensor dimension or a saved size equal
@@ -44,6 +49,9 @@ log = logging.getLogger("ember.aot")
 aten = torch.ops.aten
 
 Partition = tuple[torch.fx.GraphModule, torch.fx.GraphModule]
+
+#: ``node.meta`` key of the nodes a joint pass wants saved, never recomputed (module docstring).
+SAVE = "ember_aot_save"
 
 # Cheap non-pointwise ops that the min-cut partitioner may recompute in the backward.
 _CHEAP = {
@@ -103,7 +111,7 @@ def is_recomputable(node: torch.fx.Node) -> bool:
     """Cheap, deterministic ops the backward may recompute instead of saving their result."""
     if node.op == "get_attr":
         return True
-    if node.op != "call_function" or is_random(node):
+    if node.op != "call_function" or is_random(node) or node.meta.get(SAVE):
         return False
     if node.target is operator.getitem or is_view(node):
         return True

@@ -40,6 +40,10 @@ CONVOLUTIONS = {aten.convolution.default: (0,)}
 #: convert inside each convolution for a channels-last input with a slower copy (H200, resnet18
 #: training step: 1887 -> 1852 us of GPU time), and the backward's gradient, input and weight.
 TRAINING = {aten.convolution.default: (0, 1), aten.convolution_backward.default: (0, 1, 2)}
+#: ember_aot's ``partition.SAVE``: a joint graph's node its partitioner saves for the backward
+#: rather than recomputing there (H200, resnet18 training step: the backward converted 18
+#: weights again, 53 us of GPU time; saving them costs one channels-last copy of the weights).
+SAVE = "ember_aot_save"
 #: The dtypes cuDNN runs channels-last (it runs float64 convolutions NCHW).
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -142,6 +146,7 @@ def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], 
             if x not in clones:
                 with graph.inserting_before(node):
                     clones[x] = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.channels_last})
+                clones[x].meta[SAVE] = True  # the backward's convolutions read it too: saved, not converted again
                 added.append(clones[x])
                 _recompute(clones[x], mode)
             node.replace_input_with(x, clones[x])

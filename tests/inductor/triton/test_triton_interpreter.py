@@ -37,6 +37,17 @@ def test_transposed_access_uses_2d_tiles() -> None:
     assert "YBLOCK" in src and "[:, None]" in src
 
 
+def test_weight_layout_conversion_is_tiled_along_its_short_last_dimension() -> None:
+    """A 3x3 convolution weight converted to channels-last and back (a GPU training step does it
+    for every weight): a transpose whose last dimension is the kernel's 9 elements. Tiled, both
+    the reads and the writes are contiguous along one of the tile's dimensions."""
+    w = torch.randn(32, 16, 3, 3)
+    to_cl = kernel_source(check(lambda w: w.clone(memory_format=torch.channels_last) * 2, w))
+    back = kernel_source(check(lambda w: w.contiguous() + 1, w.to(memory_format=torch.channels_last)))
+    for src in (to_cl, back):
+        assert "YBLOCK" in src and "xnumel = 9" in src, src
+
+
 def test_persistent_and_looped_reductions() -> None:
     persistent = kernel_source(check(lambda x: torch.softmax(x, -1), torch.randn(16, 1000)))
     looped = kernel_source(check(lambda x: torch.softmax(x, -1), torch.randn(4, 10000)))

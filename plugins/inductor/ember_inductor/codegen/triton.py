@@ -38,6 +38,8 @@ from ..virtualized import set_handler
 INT32_MAX = 2**31 - 1
 #: Rows up to this many elements are reduced whole in registers.
 PERSISTENT_MAX = 4096
+#: Shortest last dimension a pointwise kernel is tiled along (``_wants_2d``).
+TILE_MIN_X = 8
 
 TL = {torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
       torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32",
@@ -226,8 +228,12 @@ class TritonKernel:
         return out
 
     def _wants_2d(self) -> bool:
+        """Tiled (``YBLOCK`` rows of the leading dimensions, ``XBLOCK`` of the last) when an access
+        is contiguous along a leading dimension but not along the last: a transpose, such as a
+        convolution weight converted to channels-last, whose last dimension (the 3x3 kernel's 9)
+        may be short. Without tiles, consecutive elements would be written (or read) ``C`` apart."""
         outer = self.plan.outer
-        if len(outer) < 2 or hint(outer[-1]) < 16 or hint(indexing.numel(outer[:-1])) < 16:
+        if len(outer) < 2 or hint(outer[-1]) < TILE_MIN_X or hint(indexing.numel(outer[:-1])) < 16:
             return False
         xv = indexing.make_vars("x", len(outer))
         ranges = dict(zip(xv, outer))
@@ -305,7 +311,8 @@ class TritonKernel:
         out: list[LaunchConfig] = []
         if self.tiled:
             y, x = cap(indexing.numel(self.plan.outer[:-1])), cap(self.plan.outer[-1])
-            for yb, xb, w in [(64, 64, 8), (16, 64, 4), (64, 16, 4)]:
+            shapes = [(64, 64, 8), (16, 64, 4), (64, 16, 4)] + ([(256, 16, 8)] if x <= 16 else [])
+            for yb, xb, w in shapes:
                 out.append(LaunchConfig((("YBLOCK", min(yb, y)), ("XBLOCK", min(xb, x))), w))
         elif not self.is_reduction:
             n = cap(self.numel)
