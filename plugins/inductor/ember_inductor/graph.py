@@ -20,7 +20,7 @@ from torch.utils import _pytree as pytree
 from . import indexing, ir
 from .attention_bias import BIAS_ARG, aligned_bias
 from .symbolic import SymbolicUnsupported, to_expr, to_exprs
-from .lowering import LOWERINGS, NotLowerable
+from .lowering import LOWERINGS, REALIZED_INPUTS, NotLowerable
 
 log = logging.getLogger("ember.inductor")
 aten = torch.ops.aten
@@ -113,6 +113,8 @@ class GraphLowering:
             return self._mm_then_bias(node, args, kwargs, val)
         lowering = LOWERINGS.get(node.target)
         if lowering is not None and node.target not in EXTERN_OPS and self._on_device(node, val):
+            for i in REALIZED_INPUTS.get(node.target, ()):
+                self._realize_lazy(args[i], node.args[i])
             try:
                 result = lowering(*args, **kwargs)
                 if _matches(result, val):
@@ -121,6 +123,14 @@ class GraphLowering:
             except Exception as exc:  # NotLowerable, or a lowering bug: aten is always correct
                 log.debug("no lowering for %s: %s: %s", node.target, type(exc).__name__, exc)
         return self._extern(node, args, kwargs, val)
+
+    @staticmethod
+    def _realize_lazy(value: Any, arg: Any) -> None:
+        """A lazy pointwise ``value`` computed into a buffer, in the strides the aten graph traced
+        for ``arg``."""
+        traced = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        if isinstance(value, ir.Pointwise) and value._realized is None and isinstance(traced, torch.Tensor):
+            value.realize(to_exprs(traced.stride()))
 
     def _on_device(self, node: torch.fx.Node, val: Any) -> bool:
         """Are the node's result and its tensor inputs lowerable tensors on the graph's device?"""

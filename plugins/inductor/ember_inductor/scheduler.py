@@ -128,11 +128,34 @@ def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
         return None
     # merge loop dimensions jointly for every index expression of the kernel
     all_exprs = [e for per in exprs.values() for lst in per for _, e in lst]
-    outer1, re_x = indexing.merge_loops(outer0, all_exprs, xv)
+    perm = list(range(len(outer0))) if reds else _loop_order(exprs[lead.name][1], xv, outer0)
+    outer1, re_perm = indexing.merge_loops([outer0[i] for i in perm], all_exprs, [xv[i] for i in perm])
     r1, re_r = indexing.merge_loops(r0, all_exprs, rv)
+
+    def re_x(x: Sequence) -> list:
+        """The kernel's (merged, reordered) outer variables as the lead node's, in its order."""
+        old = [sympy.S.Zero] * len(perm)
+        for i, v in zip(perm, re_perm(x)):
+            old[i] = v
+        return old
     placements = [NodePlacement(n, level, lambda x, r, f=f: f(re_x(x), re_r(r)))
                   for n, level, f in maps]
     return KernelPlan(outer1, r1, placements, _stages(placements, reds))
+
+
+def _loop_order(writes: list, xv: list, sizes: list) -> list[int]:
+    """The outer dimensions of a pointwise kernel in the order of the lead node's stores:
+    largest stride first, so the last loop runs along its memory (a channels-last store loops
+    over the channels last, not over the width, which is ``C`` apart). Logical order when the
+    store's index is not affine or its strides are symbolic."""
+    order = list(range(len(sizes)))
+    for _, e in writes:
+        lin = indexing.as_linear(e, xv)
+        if lin is None or not all(sympy.sympify(st).is_Integer for st in lin[1]):
+            return order
+        strides = [int(st) if sizes[i] != 1 else 0 for i, st in enumerate(lin[1])]
+        return sorted(order, key=lambda i: -strides[i])  # stable: ties keep the logical order
+    return order
 
 
 def _mapped_exprs(maps: list, xv: list, rv: list, ranges: dict) -> dict | None:

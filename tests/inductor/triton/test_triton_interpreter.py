@@ -33,8 +33,20 @@ def test_case_matches_eager(case_id: str) -> None:
 
 
 def test_transposed_access_uses_2d_tiles() -> None:
-    src = kernel_source(check(lambda x: x.t() * 2 + 1, torch.randn(70, 50)))
+    src = kernel_source(check(lambda x: (x.t() * 2 + 1).contiguous(), torch.randn(70, 50)))
     assert "YBLOCK" in src and "[:, None]" in src
+
+
+def test_pointwise_loops_follow_the_stored_layout() -> None:
+    """A pointwise kernel loops in the order of its store: on a channels-last tensor the
+    channels run last, so loads and stores are contiguous in one flat loop (logical order would
+    put the width last, ``C`` elements apart, and tile)."""
+    def norm_relu(x: torch.Tensor, m: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        return ((x - m) * r).relu()
+    x, m = torch.randn(4, 16, 6, 6).to(memory_format=torch.channels_last), torch.randn(1, 16, 1, 1)
+    src = kernel_source(check(norm_relu, x, m, m.abs()))
+    assert "YBLOCK" not in src and "tl.load(in_ptr0 + (xindex)" in src, src
+    assert "tl.store(out_ptr3 + (xindex)" in src, src
 
 
 def test_weight_layout_conversion_is_tiled_along_its_short_last_dimension() -> None:
@@ -44,8 +56,8 @@ def test_weight_layout_conversion_is_tiled_along_its_short_last_dimension() -> N
     w = torch.randn(32, 16, 3, 3)
     to_cl = kernel_source(check(lambda w: w.clone(memory_format=torch.channels_last) * 2, w))
     back = kernel_source(check(lambda w: w.contiguous() + 1, w.to(memory_format=torch.channels_last)))
-    for src in (to_cl, back):
-        assert "YBLOCK" in src and "xnumel = 9" in src, src
+    assert "YBLOCK" in to_cl and "xnumel = 16" in to_cl, to_cl  # loops in the store's order: channels last
+    assert "YBLOCK" in back and "xnumel = 9" in back, back
 
 
 def test_persistent_and_looped_reductions() -> None:

@@ -90,6 +90,12 @@ def _int_pair(dev: str) -> tuple:
     return a.to(dev), b.to(dev), (torch.rand(5, 7) > 0.5).to(dev)
 
 
+def _max_pool(x: torch.Tensor, g: torch.Tensor) -> tuple:
+    aten = torch.ops.aten
+    values, indices = aten.max_pool2d_with_indices(x.relu(), [3, 3], [2, 2], [1, 1])
+    return values * 2, indices, aten.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, indices)
+
+
 CASES: list[Case] = [
     ("unary_fp32", _unary, lambda d: (_x(d, 6, 10),)),
     ("unary_fp64", _unary, lambda d: (_x(d, 6, 10, dtype=torch.float64),)),
@@ -117,6 +123,7 @@ CASES: list[Case] = [
     ("pointwise_chain", _chain, lambda d: (_x(d, 10000),)),
     ("ragged_1d", lambda x: x.sin() * 2, lambda d: (_x(d, 1029),)),
     ("scalar_output", lambda x: (x.sum() * 2, x.mean()), lambda d: (_x(d, 37),)),
+    ("max_pool", _max_pool, lambda d: (_x(d, 2, 3, 9, 9), _x(d, 2, 3, 5, 5))),
 ]
 
 

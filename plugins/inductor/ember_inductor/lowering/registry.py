@@ -20,6 +20,12 @@ LOWERINGS: dict[Any, Callable] = {}
 Kind = ELEMENTWISE_TYPE_PROMOTION_KIND
 
 
+#: Ops whose lowering reads each element of some inputs many times (a pooling window's): the
+#: positions of those inputs, which the graph computes into a buffer first (in the layout eager
+#: gives them) when they are lazy, rather than recomputing them at every read.
+REALIZED_INPUTS: dict[Any, tuple[int, ...]] = {}
+
+
 class NotLowerable(Exception):
     """This call cannot be lowered; run the aten kernel instead."""
 

@@ -1,0 +1,162 @@
+"""Pooling lowerings: 2-D max pooling with indices, forward and backward, as pointwise kernels.
+
+Forward: each output element reads its window (``kernel_size`` loads, masked where the window
+leaves the input) and keeps the largest value and its index ``h * W + w`` in the input's plane,
+as eager does: the first largest in window order wins, a NaN wins over every number and a later
+NaN over an earlier one. The values and the indices are two pointwise nodes over the same
+iteration space, so they fuse into one kernel. The input is computed into a buffer first when
+it is lazy (``REALIZED_INPUTS``: a resnet stem's batch norm and ReLU would otherwise be
+recomputed for every element of every window, twice).
+
+Backward: each input element sums the output gradients of the windows that picked it: the
+``ceil(kernel / stride)`` windows per dimension that can contain it, in increasing output order
+(eager's). The sum fuses with what reads the gradient next.
+
+Static spatial sizes, dilation 1 (else aten runs the op).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+from .. import ir
+from ..index_functions import FloorDiv, ModularIndexing
+from ..virtualized import ops
+from .registry import REALIZED_INPUTS, NotLowerable, aten, register
+
+
+def _pair(v: Any, default: Sequence[int] | None = None) -> list[int]:
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        if default is None:
+            raise NotLowerable("pooling parameter missing")
+        return list(default)
+    v = [int(e) for e in v] if isinstance(v, (list, tuple)) else [int(v)]
+    return v * 2 if len(v) == 1 else v
+
+
+def _out_size(n: int, k: int, s: int, p: int, ceil_mode: bool) -> int:
+    """Eager's output length of a pooled dimension of ``n`` (dilation 1)."""
+    span = n + 2 * p - k
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:  # the last window would start in the right padding
+        out -= 1
+    return out
+
+
+class _Geometry:
+    """The sizes and parameters of one 2-D max pooling over the last two dimensions."""
+
+    def __init__(self, x: ir.IRNode, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                 ceil_mode: bool) -> None:
+        size = list(x.get_size())
+        if len(size) not in (3, 4):
+            raise NotLowerable("max pooling of a tensor that is not 3-D or 4-D")
+        if not all(sympy.sympify(s).is_Integer for s in size[-2:]):
+            raise NotLowerable("max pooling over symbolic spatial sizes")
+        self.k = _pair(kernel_size)
+        self.s = _pair(stride, self.k)
+        self.p = _pair(padding, [0, 0])
+        if _pair(dilation, [1, 1]) != [1, 1]:
+            raise NotLowerable("dilated max pooling")
+        if not x.get_dtype().is_floating_point:
+            raise NotLowerable("max pooling of integers")
+        self.lead = size[:-2]
+        self.h, self.w = int(size[-2]), int(size[-1])
+        self.oh = _out_size(self.h, self.k[0], self.s[0], self.p[0], ceil_mode)
+        self.ow = _out_size(self.w, self.k[1], self.s[1], self.p[1], ceil_mode)
+        self.out_size = [*self.lead, sympy.Integer(self.oh), sympy.Integer(self.ow)]
+
+
+def _inside(i: Any, n: int, may_be_negative: bool, may_pass_end: bool) -> Any:
+    """Boolean ops value for ``0 <= i < n`` (None when always true)."""
+    mask = None
+    if may_be_negative:
+        mask = ops.ge(ops.index_expr(i, torch.int64), ops.constant(0, torch.int64))
+    if may_pass_end:
+        below = ops.lt(ops.index_expr(i, torch.int64), ops.constant(n, torch.int64))
+        mask = below if mask is None else ops.logical_and(mask, below)
+    return mask
+
+
+def _window(g: _Geometry, load: Callable, dtype: torch.dtype, idx: Sequence) -> tuple[Any, Any]:
+    """(largest value, its index in the plane) over the window of output position ``idx``."""
+    *lead, oh, ow = idx
+    best = ops.constant(float("-inf"), dtype)
+    where = ops.constant(-1, torch.int64)  # no element seen yet
+    for a in range(g.k[0]):
+        ih = oh * g.s[0] - g.p[0] + a
+        mask_h = _inside(ih, g.h, g.p[0] > a, (g.oh - 1) * g.s[0] - g.p[0] + a >= g.h)
+        for b in range(g.k[1]):
+            iw = ow * g.s[1] - g.p[1] + b
+            mask_w = _inside(iw, g.w, g.p[1] > b, (g.ow - 1) * g.s[1] - g.p[1] + b >= g.w)
+            mask = mask_h if mask_w is None else mask_w if mask_h is None else ops.logical_and(mask_h, mask_w)
+            if mask is None:
+                value = load([*lead, ih, iw])
+            else:
+                value = ops.masked(mask, lambda ih=ih, iw=iw: load([*lead, ih, iw]), float("-inf"))
+            take = ops.logical_or(ops.logical_or(ops.gt(value, best), ops.isnan(value)),
+                                  ops.eq(where, ops.constant(-1, torch.int64)))
+            if mask is not None:
+                take = ops.logical_and(take, mask)
+            best = ops.where(take, value, best)
+            where = ops.where(take, ops.index_expr(ih * g.w + iw, torch.int64), where)
+    return best, where
+
+
+REALIZED_INPUTS[aten.max_pool2d_with_indices.default] = (0,)  # read once per window element
+
+
+@register(aten.max_pool2d_with_indices.default)
+def max_pool2d_with_indices(x: ir.IRNode, kernel_size: Any, stride: Any = (), padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False) -> tuple[ir.IRNode, ir.IRNode]:
+    g = _Geometry(x, kernel_size, stride, padding, dilation, ceil_mode)
+    load, dtype = x.make_loader(), x.get_dtype()
+    values = ir.Pointwise(g.out_size, dtype, lambda idx: _window(g, load, dtype, idx)[0])
+    indices = ir.Pointwise(g.out_size, torch.int64, lambda idx: _window(g, load, dtype, idx)[1])
+    return values, indices
+
+
+@register(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_with_indices_backward(grad: ir.IRNode, x: ir.IRNode, kernel_size: Any, stride: Any,
+                                     padding: Any, dilation: Any, ceil_mode: bool,
+                                     indices: ir.IRNode) -> ir.IRNode:
+    g = _Geometry(x, kernel_size, stride, padding, dilation, ceil_mode)
+    if list(grad.get_size()) != g.out_size or list(indices.get_size()) != g.out_size:
+        raise NotLowerable("max pooling gradient of another size")
+    load_grad, load_idx, dtype = grad.make_loader(), indices.make_loader(), grad.get_dtype()
+    reach = [-(-g.k[d] // g.s[d]) for d in range(2)]  # windows per dimension that may hold an element
+
+    def candidates(i: Any, d: int) -> list[tuple[Any, Any]]:
+        """(output position, mask) of the windows along dimension ``d`` that may contain input
+        position ``i``, in increasing output order: ``o = (i + p) // s - t``, valid when
+        ``0 <= o < out`` and the window starting at ``o * s - p`` reaches ``i``."""
+        k, s, p, n_out = g.k[d], g.s[d], g.p[d], (g.oh, g.ow)[d]
+        out = []
+        for t in reversed(range(reach[d])):
+            o = FloorDiv(i + p, s) - t
+            offset = ModularIndexing(i + p, 1, s) + t * s  # i - (o * s - p), in [0, k) when o holds i
+            mask = ops.lt(ops.index_expr(offset, torch.int64), ops.constant(k, torch.int64)) if t * s + s > k else None
+            if t > 0:
+                first = ops.ge(ops.index_expr(o, torch.int64), ops.constant(0, torch.int64))
+                mask = first if mask is None else ops.logical_and(mask, first)
+            last = ops.lt(ops.index_expr(o, torch.int64), ops.constant(n_out, torch.int64))
+            mask = last if mask is None else ops.logical_and(mask, last)
+            out.append((o, mask))
+        return out
+
+    def inner(idx: Sequence) -> Any:
+        *lead, h, w = idx
+        here = ops.index_expr(h * g.w + w, torch.int64)
+        total = ops.constant(0, dtype)
+        for oh, mask_h in candidates(h, 0):
+            for ow, mask_w in candidates(w, 1):
+                mask = ops.logical_and(mask_h, mask_w)
+                at = [*lead, oh, ow]
+
+                def picked(at: list = at) -> Any:
+                    return ops.where(ops.eq(load_idx(at), here), load_grad(at), ops.constant(0, dtype))
+                total = ops.add(total, ops.masked(mask, picked, 0))
+        return total
+    return ir.Pointwise(list(x.get_size()), dtype, inner)

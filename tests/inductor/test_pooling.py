@@ -1,0 +1,101 @@
+"""Max pooling lowered to pointwise kernels (no aten kernel left), against eager: values and
+indices bit for bit (NaN, -inf windows, padding, ceil mode, channels-last, 3-D inputs), the
+backward's gradient, and a stem (conv, batch norm, ReLU, pool) trained through ember."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import check
+
+import ember
+
+aten = torch.ops.aten
+
+GEOMETRIES = [  # kernel, stride, padding, ceil_mode
+    (3, 2, 1, False),   # resnet's stem
+    (2, 2, 0, False),
+    (3, 2, 0, True),
+    (3, 1, 1, False),   # overlapping windows, every element in up to nine
+    (3, 3, 1, True),
+    ((3, 2), (2, 1), (1, 0), False),
+]
+
+
+def _input(shape: tuple, channels_last: bool = False) -> torch.Tensor:
+    x = torch.randn(shape)
+    x[..., 0, :] = float("-inf")   # windows of the first row see -inf only
+    x[..., 3, 2] = float("nan")    # a NaN wins its windows
+    x[..., 5, 5] = x[..., 5, 4]    # a tie: the first in window order wins
+    return x.to(memory_format=torch.channels_last) if channels_last else x
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_values_and_indices_match_eager(geometry: tuple) -> None:
+    k, s, p, ceil = geometry
+
+    def pool(x: torch.Tensor) -> tuple:
+        return aten.max_pool2d_with_indices(x, k, s, p, 1, ceil)
+    for x in (_input((2, 3, 9, 8)), _input((2, 3, 9, 8), channels_last=True), _input((3, 7, 9))):
+        compiled = check(pool, x)
+        values, indices = compiled(x)
+        expected_values, expected_indices = pool(x)
+        torch.testing.assert_close(values, expected_values, equal_nan=True, rtol=0, atol=0)
+        assert torch.equal(indices, expected_indices)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_gradient_matches_eager(geometry: tuple) -> None:
+    k, s, p, ceil = geometry
+    x = torch.randn(2, 3, 9, 8)
+    _, indices = aten.max_pool2d_with_indices(x, k, s, p, 1, ceil)
+    grad = torch.randn(indices.shape)
+
+    def backward(grad: torch.Tensor, x: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+        return aten.max_pool2d_with_indices_backward(grad, x, k, s, p, 1, ceil, indices) * 2
+    check(backward, grad, x, indices)
+
+
+def test_dilated_pooling_runs_the_aten_kernel() -> None:
+    check(lambda x: aten.max_pool2d_with_indices(x, 3, 1, 0, 2, False), torch.randn(1, 2, 9, 9), lowered=False)
+
+
+def test_resnet_stem_training_step_is_captured_and_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """conv, batch norm, ReLU, max pool as in torchvision's resnet, one training step with a
+    loss: one graph, max pooling and its backward lowered (aten runs only the convolutions), the
+    same loss and gradients as eager."""
+    import copy
+
+    from ember_inductor import graph as lowering_graph
+    from ember_inductor.backend import inductor
+
+    externs: list[str] = []
+    extern = lowering_graph.GraphLowering._extern
+
+    def spy(self, node, *args, **kwargs):
+        externs.append(str(node.target))
+        return extern(self, node, *args, **kwargs)
+    monkeypatch.setattr(lowering_graph.GraphLowering, "_extern", spy)
+    torch.manual_seed(0)
+    stem = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 7, 2, 3, bias=False), torch.nn.BatchNorm2d(8),
+                               torch.nn.ReLU(inplace=True), torch.nn.MaxPool2d(3, 2, 1))
+    reference = copy.deepcopy(stem)
+    x, target = torch.randn(4, 3, 32, 32), torch.randn(4, 8, 8, 8)
+    graphs = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        graphs.append(gm)
+        return inductor(gm, example_inputs)
+
+    def step(model: torch.nn.Module) -> torch.Tensor:
+        loss = F.mse_loss(model(x), target)
+        loss.backward()
+        return loss
+    loss = step(ember.compile(stem, backend=counting))
+    torch.testing.assert_close(loss, step(reference))
+    for a, b in zip(stem.parameters(), reference.parameters()):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(stem[1].running_var, reference[1].running_var)
+    assert len(graphs) == 1
+    assert externs and all("convolution" in e for e in externs), externs
