@@ -143,6 +143,13 @@ def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
     return KernelPlan(outer1, r1, placements, _stages(placements, reds))
 
 
+def _scalar(g: Any) -> bool:
+    """A kernel computing one element, without reduction: any number of them share one launch
+    (a training step's batch norms each count their batches in a one-element buffer)."""
+    return isinstance(g, FusedGroup) and not g.plan.r and indexing.numel(g.plan.outer) == 1 \
+        and not any(n.is_reduction for n in g.nodes)
+
+
 def _loop_order(writes: list, xv: list, sizes: list) -> list[int]:
     """The outer dimensions of a pointwise kernel in the order of the lead node's stores:
     largest stride first, so the last loop runs along its memory (a channels-last store loops
@@ -304,7 +311,7 @@ class Scheduler:
                 candidates = [group_of[name] for name in sorted(g.read_names) if name in group_of]
                 readers = {name: None for name in g.read_names}
                 candidates += [h for h in groups if h is not g and isinstance(h, FusedGroup)
-                               and h.read_names & readers.keys()]
+                               and (h.read_names & readers.keys() or _scalar(g) and _scalar(h))]
                 for h in candidates:
                     if h is g or not isinstance(h, FusedGroup) or h not in groups:
                         continue

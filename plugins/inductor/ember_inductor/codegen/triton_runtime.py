@@ -214,7 +214,8 @@ class TritonLauncher:
     def _set_stream(self) -> None:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         device = torch.cuda.current_device()
-        self._stream = (lambda: raw(device)) if raw is not None else (
+        # a C-level partial: no Python frame in the launch of every kernel
+        self._stream = functools.partial(raw, device) if raw is not None else (
             lambda: torch.cuda.current_stream(device).cuda_stream)
 
     def _first_call(self, args: Sequence[torch.Tensor]) -> None:
