@@ -174,3 +174,13 @@ def test_fusion_groups_reported(tmp_path, monkeypatch) -> None:
     names = sorted(p.name for p in folder.iterdir())
     assert names == ["aten_graph.py", "fusion.txt", "ir.txt", "kernels.cpp", "wrapper.py"]
     assert (folder / "fusion.txt").read_text().count("kernel over") == 1
+
+
+def test_one_element_kernels_share_one_launch() -> None:
+    """Unrelated one-element results (a training step's batch norms each add 1 to their
+    ``num_batches_tracked``) are computed by one kernel, not one launch each; a larger kernel
+    stays apart."""
+    def counts(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, x: torch.Tensor) -> tuple:
+        return a + 1, b + 1, c * 2, x.sin()
+    compiled = check(counts, torch.tensor(3), torch.tensor(4), torch.tensor(1.5), torch.randn(100))
+    assert len(_kernels(compiled)) == 2

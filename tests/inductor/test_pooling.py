@@ -1,6 +1,7 @@
 """Max pooling lowered to pointwise kernels (no aten kernel left), against eager: values and
 indices bit for bit (NaN, -inf windows, padding, ceil mode, channels-last, 3-D inputs), the
-backward's gradient, and a stem (conv, batch norm, ReLU, pool) trained through ember."""
+backward's gradient (half precision rounded as eager's CPU kernel does), and a stem (conv, batch
+norm, ReLU, pool) trained through ember. The layout pass's save mark is ember_aot's."""
 from __future__ import annotations
 
 import pytest
@@ -20,12 +21,13 @@ GEOMETRIES = [  # kernel, stride, padding, ceil_mode
     (3, 1, 1, False),   # overlapping windows, every element in up to nine
     (3, 3, 1, True),
     ((3, 2), (2, 1), (1, 0), False),
+    (2, 2, 1, False),   # the corner windows hold one element: of the -inf first row, only -inf
 ]
 
 
 def _input(shape: tuple, channels_last: bool = False) -> torch.Tensor:
     x = torch.randn(shape)
-    x[..., 0, :] = float("-inf")   # windows of the first row see -inf only
+    x[..., 0, :] = float("-inf")   # windows of the first row only see -inf with (2, 2, 1)
     x[..., 3, 2] = float("nan")    # a NaN wins its windows
     x[..., 5, 5] = x[..., 5, 4]    # a tie: the first in window order wins
     return x.to(memory_format=torch.channels_last) if channels_last else x
@@ -57,8 +59,26 @@ def test_gradient_matches_eager(geometry: tuple) -> None:
     check(backward, grad, x, indices)
 
 
-def test_dilated_pooling_runs_the_aten_kernel() -> None:
+def test_dilated_and_global_pooling_run_the_aten_kernel() -> None:
     check(lambda x: aten.max_pool2d_with_indices(x, 3, 1, 0, 2, False), torch.randn(1, 2, 9, 9), lowered=False)
+    check(lambda x: aten.max_pool2d_with_indices(x, 9), torch.randn(1, 2, 9, 9), lowered=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_gradient_rounds_like_eager_on_the_cpu(dtype: torch.dtype) -> None:
+    """Element 2 is the largest of three overlapping windows: eager's CPU kernel adds their
+    gradients in the gradient's dtype, rounding after each add (256 + 1 + 1 stays 256 in
+    bfloat16; 2048 + 1 + 1 stays 2048 in float16)."""
+    x = torch.zeros(1, 1, 1, 5, dtype=dtype)
+    x[..., 2] = 1
+    _, indices = aten.max_pool2d_with_indices(x, [1, 3], [1, 1])
+    big = 256.0 if dtype == torch.bfloat16 else 2048.0
+    grad = torch.tensor([big, 1, 1], dtype=dtype).view(1, 1, 1, 3)
+
+    def backward(grad: torch.Tensor, x: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+        return aten.max_pool2d_with_indices_backward(grad, x, [1, 3], [1, 1], [0, 0], [1, 1], False, indices)
+    compiled = check(backward, grad, x, indices)
+    assert torch.equal(compiled(grad, x, indices), backward(grad, x, indices))
 
 
 def test_resnet_stem_training_step_is_captured_and_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,3 +119,10 @@ def test_resnet_stem_training_step_is_captured_and_matches_eager(monkeypatch: py
     torch.testing.assert_close(stem[1].running_var, reference[1].running_var)
     assert len(graphs) == 1
     assert externs and all("convolution" in e for e in externs), externs
+
+
+def test_the_layout_pass_marks_with_ember_aots_save_key() -> None:
+    from ember_aot.partition import SAVE
+
+    from ember_inductor import layout
+    assert layout.SAVE == SAVE

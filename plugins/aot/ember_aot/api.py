@@ -304,7 +304,7 @@ def aot_autograd(
     compiled per concrete input signature. ``joint_pass(joint_gm)`` may rewrite the joint graph of
     forward and backward in place before it is split (its outputs' sizes, strides and meaning
     kept; the values passed between the halves are then what it made them; a node it marks
-``meta[partition.SAVE]`` is saved for the backward, not recomputed there). Plans are stored
+    ``meta[partition.SAVE]`` is saved for the backward, not recomputed there). Plans are stored
     after it: a ``cache`` codec's salt must change when the pass does (ember's inductor salts
     with its own sources, the pass among them).
     """

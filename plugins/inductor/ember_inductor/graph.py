@@ -113,8 +113,8 @@ class GraphLowering:
             return self._mm_then_bias(node, args, kwargs, val)
         lowering = LOWERINGS.get(node.target)
         if lowering is not None and node.target not in EXTERN_OPS and self._on_device(node, val):
-            for i in REALIZED_INPUTS.get(node.target, ()):
-                self._realize_lazy(args[i], node.args[i])
+            if node.target in REALIZED_INPUTS:
+                args = self._realize_lazy(args, node, REALIZED_INPUTS[node.target])
             try:
                 result = lowering(*args, **kwargs)
                 if _matches(result, val):
@@ -125,12 +125,15 @@ class GraphLowering:
         return self._extern(node, args, kwargs, val)
 
     @staticmethod
-    def _realize_lazy(value: Any, arg: Any) -> None:
-        """A lazy pointwise ``value`` computed into a buffer, in the strides the aten graph traced
-        for ``arg``."""
-        traced = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
-        if isinstance(value, ir.Pointwise) and value._realized is None and isinstance(traced, torch.Tensor):
-            value.realize(to_exprs(traced.stride()))
+    def _realize_lazy(args: Any, node: torch.fx.Node, positions: Sequence[int]) -> Any:
+        """``args`` with the lazy values at ``positions`` computed into buffers (a view of a
+        buffer as it is), in the strides the aten graph traced for them."""
+        args = list(args)
+        for i in positions:
+            arg = node.args[i]
+            if isinstance(args[i], ir.IRNode) and isinstance(arg, torch.fx.Node):
+                args[i] = _with_traced_layout(args[i], arg.meta.get("val"))
+        return args
 
     def _on_device(self, node: torch.fx.Node, val: Any) -> bool:
         """Are the node's result and its tensor inputs lowerable tensors on the graph's device?"""

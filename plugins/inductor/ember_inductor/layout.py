@@ -40,9 +40,11 @@ CONVOLUTIONS = {aten.convolution.default: (0,)}
 #: convert inside each convolution for a channels-last input with a slower copy (H200, resnet18
 #: training step: 1887 -> 1852 us of GPU time), and the backward's gradient, input and weight.
 TRAINING = {aten.convolution.default: (0, 1), aten.convolution_backward.default: (0, 1, 2)}
-#: ember_aot's ``partition.SAVE``: a joint graph's node its partitioner saves for the backward
-#: rather than recomputing there (H200, resnet18 training step: the backward converted 18
-#: weights again, 53 us of GPU time; saving them costs one channels-last copy of the weights).
+#: ember_aot's ``partition.SAVE`` (a test keeps them equal): a joint graph's node its partitioner
+#: saves for the backward rather than recomputing there. Set on the weights' conversions (H200,
+#: resnet18 training step: the backward converted 18 weights again, 53 us of GPU time; saving
+#: them costs one channels-last copy of the weights); an activation's conversion is left to the
+#: min-cut, which may convert a saved NCHW input again rather than hold a second copy.
 SAVE = "ember_aot_save"
 #: The dtypes cuDNN runs channels-last (it runs float64 convolutions NCHW).
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -62,6 +64,11 @@ def _to_convert(node: torch.fx.Node, device_type: str, positions: dict) -> list[
         return []
     return [node.args[i] for i in positions[node.target]
             if _convertible(node.args[i], device_type) and not _is_channels_last(node.args[i].meta["val"])]
+
+
+def _weight(node: torch.fx.Node) -> torch.fx.Node:
+    """The weight argument of a convolution or of its backward."""
+    return node.args[2] if node.target is aten.convolution_backward.default else node.args[1]
 
 
 def _convertible(x: Any, device_type: str) -> bool:
@@ -146,7 +153,8 @@ def _propagate(gm: torch.fx.GraphModule, mode: Any, added: list[torch.fx.Node], 
             if x not in clones:
                 with graph.inserting_before(node):
                     clones[x] = graph.call_function(aten.clone.default, (x,), {"memory_format": torch.channels_last})
-                clones[x].meta[SAVE] = True  # the backward's convolutions read it too: saved, not converted again
+                if x is _weight(node):  # the backward's convolutions read it too: saved, not converted again
+                    clones[x].meta[SAVE] = True
                 added.append(clones[x])
                 _recompute(clones[x], mode)
             node.replace_input_with(x, clones[x])

@@ -302,6 +302,7 @@ class Scheduler:
             for name in g.names:
                 group_of[name] = g
         self._barriers = [g for g in groups if g.is_extern() and g.node.kernel.mutates]
+        tried: set[tuple[int, int]] = set()  # pairs of one-element groups tried (see _scalar)
         changed = True
         while changed:
             changed = False
@@ -311,7 +312,10 @@ class Scheduler:
                 candidates = [group_of[name] for name in sorted(g.read_names) if name in group_of]
                 readers = {name: None for name in g.read_names}
                 candidates += [h for h in groups if h is not g and isinstance(h, FusedGroup)
-                               and (h.read_names & readers.keys() or _scalar(g) and _scalar(h))]
+                               and h.read_names & readers.keys()]
+                if _scalar(g):  # one-element kernels fuse with any other, each pair tried once
+                    candidates += [h for h in groups if h is not g and _scalar(h) and (id(h), id(g)) not in tried]
+                    tried.update((id(h), id(g)) for h in groups if _scalar(h))
                 for h in candidates:
                     if h is g or not isinstance(h, FusedGroup) or h not in groups:
                         continue

@@ -12,7 +12,13 @@ Backward: each input element sums the output gradients of the windows that picke
 ``ceil(kernel / stride)`` windows per dimension that can contain it, in increasing output order
 (eager's). The sum fuses with what reads the gradient next.
 
-Static spatial sizes, dilation 1 (else aten runs the op).
+Static spatial sizes, dilation 1 and windows of at most ``MAX_WINDOW`` elements (each one an
+unrolled read; a global max pool is aten's) -- else aten runs the op.
+
+Eager's backward on the CPU rounds half-precision gradients after every add (on CUDA it adds in
+float32): ember does the same on each device. On CUDA with a channels-last input, eager points a
+window of only -inf at index 0 even outside it; ember (like eager on the CPU and on NCHW inputs
+on CUDA) at the window's first element.
 """
 from __future__ import annotations
 
@@ -25,6 +31,10 @@ from .. import ir
 from ..index_functions import FloorDiv, ModularIndexing
 from ..virtualized import ops
 from .registry import REALIZED_INPUTS, NotLowerable, aten, register
+
+
+#: Largest window lowered (torch.compile's limit too): its reads are unrolled.
+MAX_WINDOW = 25
 
 
 def _pair(v: Any, default: Sequence[int] | None = None) -> list[int]:
@@ -60,6 +70,8 @@ class _Geometry:
         self.p = _pair(padding, [0, 0])
         if _pair(dilation, [1, 1]) != [1, 1]:
             raise NotLowerable("dilated max pooling")
+        if self.k[0] * self.k[1] > MAX_WINDOW:
+            raise NotLowerable("max pooling window too large to unroll")
         if not x.get_dtype().is_floating_point:
             raise NotLowerable("max pooling of integers")
         self.lead = size[:-2]
@@ -118,6 +130,9 @@ def max_pool2d_with_indices(x: ir.IRNode, kernel_size: Any, stride: Any = (), pa
     return values, indices
 
 
+REALIZED_INPUTS[aten.max_pool2d_with_indices_backward.default] = (0,)  # read once per window holding an element
+
+
 @register(aten.max_pool2d_with_indices_backward.default)
 def max_pool2d_with_indices_backward(grad: ir.IRNode, x: ir.IRNode, kernel_size: Any, stride: Any,
                                      padding: Any, dilation: Any, ceil_mode: bool,
@@ -146,6 +161,8 @@ def max_pool2d_with_indices_backward(grad: ir.IRNode, x: ir.IRNode, kernel_size:
             out.append((o, mask))
         return out
 
+    round_each = dtype in (torch.float16, torch.bfloat16) and ir.current_graph().device_type == "cpu"
+
     def inner(idx: Sequence) -> Any:
         *lead, h, w = idx
         here = ops.index_expr(h * g.w + w, torch.int64)
@@ -158,5 +175,7 @@ def max_pool2d_with_indices_backward(grad: ir.IRNode, x: ir.IRNode, kernel_size:
                 def picked(at: list = at) -> Any:
                     return ops.where(ops.eq(load_idx(at), here), load_grad(at), ops.constant(0, dtype))
                 total = ops.add(total, ops.masked(mask, picked, 0))
+                if round_each:  # eager's CPU kernel adds in the gradient's dtype
+                    total = ops.to_dtype(total, dtype)
         return total
     return ir.Pointwise(list(x.get_size()), dtype, inner)
