@@ -37,6 +37,20 @@ def test_transposed_access_uses_2d_tiles() -> None:
     assert "YBLOCK" in src and "[:, None]" in src
 
 
+def test_tiled_kernels_launch_on_one_grid_axis() -> None:
+    """A tile's row and column blocks share grid axis 0: CUDA allows 65535 blocks on axis 1, which
+    a channels-last (1, 16, 2048, 2048) image made contiguous (4M columns) would need 65536 of."""
+    from ember_inductor.codegen.triton_backend import generate_triton
+
+    x = torch.randn(1, 16, 40, 30).to(memory_format=torch.channels_last)
+    (src, kernel), = generate_triton(lambda x: x.contiguous() * 2, [x]).values()
+    assert "YBLOCK" in src
+    for cfg in kernel.configs():
+        meta = cfg.kwargs()
+        assert kernel.grid(cfg) == (-(-16 // meta["YBLOCK"]) * -(-1200 // meta["XBLOCK"]), 1, 1)
+    check(lambda x: x.contiguous() * 2, x)
+
+
 def test_pointwise_loops_follow_the_stored_layout() -> None:
     """A pointwise kernel loops in the order of its store: on a channels-last tensor the
     channels run last, so loads and stores are contiguous in one flat loop (logical order would

@@ -346,9 +346,10 @@ class TritonKernel:
     def grid(self, cfg: LaunchConfig) -> tuple:
         """The launch grid: ints, or Python source over the size symbols where symbolic."""
         meta = cfg.kwargs()
-        if self.tiled:
-            y = indexing.numel(self.plan.outer[:-1])
-            return (_ceil_div(y, meta["YBLOCK"]), _ceil_div(self.plan.outer[-1], meta["XBLOCK"]), 1)
+        if self.tiled:  # row blocks times column blocks, on one axis (``_header``)
+            y = _ceil_div(indexing.numel(self.plan.outer[:-1]), meta["YBLOCK"])
+            x = _ceil_div(self.plan.outer[-1], meta["XBLOCK"])
+            return (y * x if isinstance(y, int) and isinstance(x, int) else f"({y}) * ({x})", 1, 1)
         return (_ceil_div(self.numel, meta["XBLOCK"]), 1, 1)
 
     # -- helpers -----------------------------------------------------------------------------
@@ -694,10 +695,12 @@ class TritonKernel:
         pid = "tl.program_id({})" + (".to(tl.int64)" if self.int64 else "")
         cast = ".to(tl.int64)" if self.int64 else ""
         if self.tiled:
+            # one grid axis (CUDA's second allows 65535 blocks), the row blocks varying fastest
             return [f"ynumel = {texpr(indexing.numel(self.plan.outer[:-1]))}", f"xnumel = {texpr(self.plan.outer[-1])}",
-                    f"yindex = {pid.format(0)} * YBLOCK + tl.arange(0, YBLOCK)[:, None]{cast}",
+                    "yblocks = tl.cdiv(ynumel, YBLOCK)",
+                    f"yindex = ({pid.format(0)} % yblocks) * YBLOCK + tl.arange(0, YBLOCK)[:, None]{cast}",
                     "ymask = yindex < ynumel",
-                    f"xindex = {pid.format(1)} * XBLOCK + tl.arange(0, XBLOCK)[None, :]{cast}",
+                    f"xindex = ({pid.format(0)} // yblocks) * XBLOCK + tl.arange(0, XBLOCK)[None, :]{cast}",
                     "xmask = xindex < xnumel"]
         if not self.is_reduction:
             return [f"xnumel = {texpr(self.numel)}",
