@@ -1,7 +1,8 @@
 """Max pooling lowered to pointwise kernels (no aten kernel left), against eager: values and
 indices bit for bit (NaN, -inf windows, padding, ceil mode, channels-last, 3-D inputs), the
-backward's gradient (half precision rounded as eager's CPU kernel does), and a stem (conv, batch
-norm, ReLU, pool) trained through ember. The layout pass's save mark is ember_aot's."""
+backward's gradient (Triton's lowering, built here by the C++ codegen, which runs aten's), and
+a stem (conv, batch norm, ReLU, pool) trained through ember. The layout pass's save mark is
+ember_aot's."""
 from __future__ import annotations
 
 import pytest
@@ -11,6 +12,7 @@ import torch.nn.functional as F
 from helpers import check
 
 import ember
+from ember_inductor.lowering import pooling
 
 aten = torch.ops.aten
 
@@ -48,7 +50,9 @@ def test_values_and_indices_match_eager(geometry: tuple) -> None:
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES)
-def test_gradient_matches_eager(geometry: tuple) -> None:
+def test_gradient_matches_eager(geometry: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lowered backward (Triton's), here built by the C++ codegen, against eager."""
+    monkeypatch.setattr(pooling, "BACKWARD_BACKENDS", {"triton", "cpp"})
     k, s, p, ceil = geometry
     x = torch.randn(2, 3, 9, 8)
     _, indices = aten.max_pool2d_with_indices(x, k, s, p, 1, ceil)
@@ -64,27 +68,19 @@ def test_dilated_and_global_pooling_run_the_aten_kernel() -> None:
     check(lambda x: aten.max_pool2d_with_indices(x, 9), torch.randn(1, 2, 9, 9), lowered=False)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_half_precision_gradient_rounds_like_eager_on_the_cpu(dtype: torch.dtype) -> None:
-    """Element 2 is the largest of three overlapping windows: eager's CPU kernel adds their
-    gradients in the gradient's dtype, rounding after each add (256 + 1 + 1 stays 256 in
-    bfloat16; 2048 + 1 + 1 stays 2048 in float16)."""
-    x = torch.zeros(1, 1, 1, 5, dtype=dtype)
-    x[..., 2] = 1
-    _, indices = aten.max_pool2d_with_indices(x, [1, 3], [1, 1])
-    big = 256.0 if dtype == torch.bfloat16 else 2048.0
-    grad = torch.tensor([big, 1, 1], dtype=dtype).view(1, 1, 1, 3)
+def test_the_cpu_backward_runs_aten_scatter() -> None:
+    x = torch.randn(2, 3, 9, 8)
+    _, indices = aten.max_pool2d_with_indices(x, 3, 2, 1)
 
     def backward(grad: torch.Tensor, x: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
-        return aten.max_pool2d_with_indices_backward(grad, x, [1, 3], [1, 1], [0, 0], [1, 1], False, indices)
-    compiled = check(backward, grad, x, indices)
-    assert torch.equal(compiled(grad, x, indices), backward(grad, x, indices))
+        return aten.max_pool2d_with_indices_backward(grad, x, [3, 3], [2, 2], [1, 1], [1, 1], False, indices)
+    check(backward, torch.randn(indices.shape), x, indices, lowered=False)
 
 
 def test_resnet_stem_training_step_is_captured_and_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
     """conv, batch norm, ReLU, max pool as in torchvision's resnet, one training step with a
-    loss: one graph, max pooling and its backward lowered (aten runs only the convolutions), the
-    same loss and gradients as eager."""
+    loss: one graph, max pooling lowered (aten runs only the convolutions and, on the CPU, the
+    pooling's backward), the same loss and gradients as eager."""
     import copy
 
     from ember_inductor import graph as lowering_graph
@@ -118,7 +114,8 @@ def test_resnet_stem_training_step_is_captured_and_matches_eager(monkeypatch: py
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(stem[1].running_var, reference[1].running_var)
     assert len(graphs) == 1
-    assert externs and all("convolution" in e for e in externs), externs
+    assert externs and all("convolution" in e or "max_pool2d_with_indices_backward" in e for e in externs), externs
+    assert any("convolution" in e for e in externs) and not any("max_pool2d_with_indices." in e for e in externs)
 
 
 def test_the_layout_pass_marks_with_ember_aots_save_key() -> None:

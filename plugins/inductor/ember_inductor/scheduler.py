@@ -156,13 +156,11 @@ def _loop_order(writes: list, xv: list, sizes: list) -> list[int]:
     over the channels last, not over the width, which is ``C`` apart). Logical order when the
     store's index is not affine or its strides are symbolic."""
     order = list(range(len(sizes)))
-    for _, e in writes:
-        lin = indexing.as_linear(e, xv)
-        if lin is None or not all(sympy.sympify(st).is_Integer for st in lin[1]):
-            return order
-        strides = [int(st) if sizes[i] != 1 else 0 for i, st in enumerate(lin[1])]
-        return sorted(order, key=lambda i: -strides[i])  # stable: ties keep the logical order
-    return order
+    lin = indexing.as_linear(writes[0][1], xv) if writes else None
+    if lin is None or not all(sympy.sympify(st).is_Integer for st in lin[1]):
+        return order
+    strides = [int(st) if sizes[i] != 1 else 0 for i, st in enumerate(lin[1])]
+    return sorted(order, key=lambda i: -strides[i])  # stable: ties keep the logical order
 
 
 def _mapped_exprs(maps: list, xv: list, rv: list, ranges: dict) -> dict | None:
@@ -302,7 +300,7 @@ class Scheduler:
             for name in g.names:
                 group_of[name] = g
         self._barriers = [g for g in groups if g.is_extern() and g.node.kernel.mutates]
-        tried: set[tuple[int, int]] = set()  # pairs of one-element groups tried (see _scalar)
+        tried: set[tuple[frozenset, frozenset]] = set()  # pairs of one-element groups tried (see _scalar)
         changed = True
         while changed:
             changed = False
@@ -314,8 +312,10 @@ class Scheduler:
                 candidates += [h for h in groups if h is not g and isinstance(h, FusedGroup)
                                and h.read_names & readers.keys()]
                 if _scalar(g):  # one-element kernels fuse with any other, each pair tried once
-                    candidates += [h for h in groups if h is not g and _scalar(h) and (id(h), id(g)) not in tried]
-                    tried.update((id(h), id(g)) for h in groups if _scalar(h))
+                    key = frozenset(g.names)
+                    candidates += [h for h in groups
+                                   if h is not g and _scalar(h) and (frozenset(h.names), key) not in tried]
+                    tried.update((frozenset(h.names), key) for h in groups if _scalar(h))
                 for h in candidates:
                     if h is g or not isinstance(h, FusedGroup) or h not in groups:
                         continue
