@@ -138,3 +138,21 @@ def test_a_node_the_joint_pass_marks_is_saved_not_recomputed():
         x.grad = w.grad = None
         assert muls(rec.fw) == 1
         assert muls(rec.bw) == recomputed
+
+
+def test_an_input_is_saved_rather_than_its_view():
+    """A batch norm's weight seen as ``[C, 1, 1]``: the forward hands the backward the weight
+    itself (no view to rebuild on every call) and the backward views it again."""
+    def fn(x, w):
+        return (x * w.view(-1, 1, 1)).relu().sum()
+
+    x, w = torch.randn(2, 3, 4, 4, requires_grad=True), torch.randn(3, requires_grad=True)
+    compiled, rec = _compile(fn, [x, w], min_cut_partition)
+    compiled(x, w).backward()
+    grads = (x.grad, w.grad)
+    x.grad = w.grad = None
+    fn(x, w).backward()
+    torch.testing.assert_close(grads, (x.grad, w.grad))
+    saved = list(next(n for n in rec.fw.graph.nodes if n.op == "output").args[0])[1:]
+    assert saved and all(n.op == "placeholder" or n.target is not torch.ops.aten.view.default for n in saved), saved
+    assert any(n.target is torch.ops.aten.view.default for n in rec.bw.graph.nodes)

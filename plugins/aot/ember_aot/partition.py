@@ -10,7 +10,8 @@ save by a minimum s-t cut: each candidate node is split into an in/out pair join
 weighing the bytes it would cost to save; nodes that are expensive (matmul, convolution,
 reductions...) or random (dropout) are pinned to the forward, cheap pointwise and view ops may
 be recomputed in the backward. The cut is the cheapest set of values that separates what the
-forward computes from what the backward needs. Random ops are never recomputed, so dropout's
+forward computes from what the backward needs. Inputs cost nothing to save; a view of one costs a
+little (``VIEW_OF_INPUT``), so the input is saved and the view recomputed. Random ops are never recomputed, so dropout's
 backward uses the forward's mask.
 
 A joint pass (``aot_autograd(joint_pass=...)``) may mark a node ``meta[SAVE] = True``: the
@@ -52,6 +53,13 @@ Partition = tuple[torch.fx.GraphModule, torch.fx.GraphModule]
 
 #: ``node.meta`` key of the nodes a joint pass wants saved, never recomputed (module docstring).
 SAVE = "ember_aot_save"
+
+#: What saving a view of an input weighs in the cut: keeping it costs no bytes, as saving the
+#: input does, but the view is a forward output rebuilt on every call (a wrapper's
+#: ``as_strided``, a CUDA graph's output slot: resnet18's 40 batch-norm weights as ``[C, 1, 1]``)
+#: where the input is handed over as it is and the backward recomputes the view for free. Below
+#: a saved size's 1, so a view whose recompute would need a size saved is still saved itself.
+VIEW_OF_INPUT = 0.5
 
 # Cheap non-pointwise ops that the min-cut partitioner may recompute in the backward.
 _CHEAP = {
@@ -132,6 +140,8 @@ def _weight(node: torch.fx.Node) -> float:
     root = input_root(node)
     if root is not None and root.meta.get(MUTATED):
         return math.inf  # the input is overwritten after the forward
+    if root is not None and root is not node:
+        return VIEW_OF_INPUT  # cut the input itself rather than its view (module docstring)
     return float(node_bytes(node))
 
 

@@ -4,9 +4,8 @@ The backends are imported when first chosen, so a CPU-only process never imports
 """
 from __future__ import annotations
 
-import os
-
 from .common import KernelBackend
+from .language import kernel_language
 
 
 def backend_named(name: str) -> KernelBackend:
@@ -21,13 +20,8 @@ def backend_named(name: str) -> KernelBackend:
 
 
 def backend_for(device_type: str) -> KernelBackend:
-    """Triton for CUDA, C++ for CPU; ``EMBER_INDUCTOR_KERNELS=triton`` picks Triton everywhere
-    (CPU tensors then need ``TRITON_INTERPRET=1``: that is how CI runs the generated kernels)."""
-    if device_type == "cuda" or os.environ.get("EMBER_INDUCTOR_KERNELS") == "triton":
-        return backend_named("triton")
-    if device_type == "cpu":
-        return backend_named("cpp")
-    raise NotImplementedError(f"no kernel backend for device {device_type!r} yet")
+    """The backend of ``device_type``'s kernel language (``language.kernel_language``)."""
+    return backend_named(kernel_language(device_type))
 
 
 __all__ = ["backend_for", "backend_named"]

@@ -28,7 +28,7 @@ import sympy
 import torch
 
 from .. import ir
-from ..codegen.selection import backend_for
+from ..codegen.language import kernel_language
 from ..index_functions import FloorDiv, ModularIndexing
 from ..virtualized import ops
 from .registry import REALIZED_INPUTS, NotLowerable, aten, register
@@ -37,7 +37,7 @@ from .registry import REALIZED_INPUTS, NotLowerable, aten, register
 #: Largest window lowered (torch.compile's limit too): its reads are unrolled.
 MAX_WINDOW = 25
 
-#: Kernel backends whose max pooling backward is lowered (Triton's; the C++ one runs aten's).
+#: Kernel languages whose max pooling backward is lowered (Triton's; the C++ one runs aten's).
 #: Eager's CPU kernel scatters each output's gradient to the element it picked (one add per
 #: output); the gather a pointwise kernel needs tests every window that may hold each input
 #: element, with strided reads GCC turns into slow gathers or scalar code: a resnet stem's
@@ -153,7 +153,7 @@ REALIZED_INPUTS[aten.max_pool2d_with_indices_backward.default] = (0,)  # read on
 def max_pool2d_with_indices_backward(grad: ir.IRNode, x: ir.IRNode, kernel_size: Any, stride: Any,
                                      padding: Any, dilation: Any, ceil_mode: bool,
                                      indices: ir.IRNode) -> ir.IRNode:
-    if backend_for(ir.current_graph().device_type).name not in BACKWARD_BACKENDS:
+    if kernel_language(ir.current_graph().device_type) not in BACKWARD_BACKENDS:
         raise NotLowerable("max pooling backward in C++ (aten's scatter is faster)")
     g = _Geometry(x, kernel_size, stride, padding, dilation, ceil_mode)
     if list(grad.get_size()) != g.out_size or list(indices.get_size()) != g.out_size:
