@@ -1,8 +1,7 @@
-"""Max pooling lowered to pointwise kernels (no aten kernel left), against eager: values and
-indices bit for bit (NaN, -inf windows, padding, ceil mode, channels-last, 3-D inputs), the
-backward's gradient (Triton's lowering, built here by the C++ codegen, which runs aten's), and
-a stem (conv, batch norm, ReLU, pool) trained through ember. The layout pass's save mark is
-ember_aot's."""
+"""Max pooling lowered to pointwise kernels, against eager: values and indices bit for bit (NaN,
+-inf windows, padding, ceil mode, channels-last, 3-D inputs), the backward's gradient (Triton's
+lowering, built here by the C++ codegen, which runs aten's), and a stem (conv, batch norm, ReLU,
+pool) trained through ember. The layout pass's save mark is ember_aot's."""
 from __future__ import annotations
 
 import pytest
@@ -12,6 +11,7 @@ import torch.nn.functional as F
 from helpers import check
 
 import ember
+from ember_inductor.codegen.language import kernel_language
 from ember_inductor.lowering import pooling
 
 aten = torch.ops.aten
@@ -24,6 +24,7 @@ GEOMETRIES = [  # kernel, stride, padding, ceil_mode
     (3, 3, 1, True),
     ((3, 2), (2, 1), (1, 0), False),
     (2, 2, 1, False),   # the corner windows hold one element: of the -inf first row, only -inf
+    (5, 1, 2, False),   # the largest window lowered (MAX_WINDOW): its C++ text once grew without bound
 ]
 
 
@@ -68,13 +69,16 @@ def test_dilated_and_global_pooling_run_the_aten_kernel() -> None:
     check(lambda x: aten.max_pool2d_with_indices(x, 9), torch.randn(1, 2, 9, 9), lowered=False)
 
 
+@pytest.mark.skipif(kernel_language("cpu") != "cpp", reason="CPU tensors compiled to Triton lower it")
 def test_the_cpu_backward_runs_aten_scatter() -> None:
+    """The C++ backend leaves the backward to aten (``pooling.BACKWARD_BACKENDS``)."""
     x = torch.randn(2, 3, 9, 8)
     _, indices = aten.max_pool2d_with_indices(x, 3, 2, 1)
 
     def backward(grad: torch.Tensor, x: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
         return aten.max_pool2d_with_indices_backward(grad, x, [3, 3], [2, 2], [1, 1], [1, 1], False, indices)
-    check(backward, torch.randn(indices.shape), x, indices, lowered=False)
+    compiled = check(backward, torch.randn(indices.shape), x, indices, lowered=False)
+    assert compiled.compiled.fallback_ops == ["aten.max_pool2d_with_indices_backward.default"]
 
 
 def test_resnet_stem_training_step_is_captured_and_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:

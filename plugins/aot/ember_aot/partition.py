@@ -10,9 +10,9 @@ save by a minimum s-t cut: each candidate node is split into an in/out pair join
 weighing the bytes it would cost to save; nodes that are expensive (matmul, convolution,
 reductions...) or random (dropout) are pinned to the forward, cheap pointwise and view ops may
 be recomputed in the backward. The cut is the cheapest set of values that separates what the
-forward computes from what the backward needs. Inputs cost nothing to save; a view of one costs a
-little (``VIEW_OF_INPUT``), so the input is saved and the view recomputed. Random ops are never recomputed, so dropout's
-backward uses the forward's mask.
+forward computes from what the backward needs. Inputs cost nothing to save; a view of one costs
+a little (``VIEW_OF_INPUT``), so the input is saved and the view recomputed. Random ops are
+never recomputed, so dropout's backward uses the forward's mask.
 
 A joint pass (``aot_autograd(joint_pass=...)``) may mark a node ``meta[SAVE] = True``: the
 min-cut then keeps it in the forward and saves it rather than recomputing it (a layout conversion

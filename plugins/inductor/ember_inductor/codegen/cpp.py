@@ -35,6 +35,11 @@ from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (elements: 64 KiB of floats) kept on the stack for cross-stage reuse
+#: Longest expansion of a temporary kept to match values across a reduction's stages; past it the
+#: value is keyed by its own expression (over temporaries, whose names are unique in a kernel).
+#: Without the cap a chain that reads each value twice grows its text exponentially: a 4x4 max
+#: pool's running maximum (compared, then selected, at each of 16 elements) ran out of memory.
+MAX_EXPANSION = 4096
 _EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow|exp|sigmoid)\(")
 _TEMP = re.compile(r"\bt\d+\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -213,6 +218,8 @@ class CppKernel:
             return hit
         var = self.new_var()
         full = _TEMP.sub(lambda m: self.expanded.get(m.group(0), m.group(0)), expr)
+        if len(full) > MAX_EXPANSION:
+            full = expr
         self.expanded[var] = full
         row = self.reuse.get(full) if self.scope is self.stage_scope else None
         if row is not None and full in self.reuse_saved:

@@ -21,8 +21,9 @@ from .registry import NotLowerable, aten, broadcast_shapes, expand_to, register
 S = sympy.S
 
 
-def _and(a: Any, b: Any) -> Any:
-    return b if a is None else ops.logical_and(a, b)
+def mask_and(a: Any, b: Any) -> Any:
+    """The logical and of two boolean ops values, either of which may be None (always true)."""
+    return b if a is None else a if b is None else ops.logical_and(a, b)
 
 
 def _in_range(i: Any, lo: Any, hi: Any) -> Any:
@@ -31,7 +32,7 @@ def _in_range(i: Any, lo: Any, hi: Any) -> Any:
     mask = None
     if sympy.sympify(lo).is_positive is not False:
         mask = ops.ge(ops.index_expr(i, torch.int64), _size_value(lo))
-    mask = _and(mask, ops.lt(ops.index_expr(i, torch.int64), _size_value(hi)))
+    mask = mask_and(mask, ops.lt(ops.index_expr(i, torch.int64), _size_value(hi)))
     return mask
 
 
@@ -115,7 +116,7 @@ def constant_pad_nd(x: ir.IRNode, pad: Sequence[int], value: Any = 0) -> ir.IRNo
             if lo[d] == 0 and new[d] == size[d]:
                 continue
             src[d] = idx[d] - lo[d]
-            mask = _and(mask, _in_range(idx[d], lo[d], lo[d] + size[d]))
+            mask = mask_and(mask, _in_range(idx[d], lo[d], lo[d] + size[d]))
         if mask is None:
             return load(src)
         return ops.where(mask, ops.masked(mask, lambda: load(src), value), ops.constant(value, dtype))

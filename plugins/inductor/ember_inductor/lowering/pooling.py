@@ -3,10 +3,10 @@
 Forward: each output element reads its window (``kernel_size`` loads; where the window leaves
 the input the read is clamped into it and a mask keeps it out) and keeps the largest value and
 its index ``h * W + w`` in the input's plane, as eager does: the first largest in window order
-wins, a NaN wins over every number and a later NaN over an earlier one. The values and the indices are two pointwise nodes over the same
-iteration space, so they fuse into one kernel. The input is computed into a buffer first when
-it is lazy (``REALIZED_INPUTS``: a resnet stem's batch norm and ReLU would otherwise be
-recomputed for every element of every window, twice).
+wins, a NaN wins over every number and a later NaN over an earlier one. The values and the
+indices are two pointwise nodes over the same iteration space, so they fuse into one kernel.
+The input is computed into a buffer first when it is lazy (``REALIZED_INPUTS``: a resnet stem's
+batch norm and ReLU would otherwise be recomputed for every element of every window, twice).
 
 Backward: each input element sums the output gradients of the windows that picked it: the
 ``ceil(kernel / stride)`` windows per dimension that can contain it, in increasing output order
@@ -16,9 +16,11 @@ Static spatial sizes, dilation 1 and windows of at most ``MAX_WINDOW`` elements 
 unrolled read; a global max pool is aten's) -- else aten runs the op.
 
 The backward is lowered for Triton only (``BACKWARD_BACKENDS``: on the CPU aten's scatter is
-faster); it adds half-precision gradients in float32 as eager's CUDA kernel does. On CUDA with
-a channels-last input, eager points a window of only -inf at index 0 even outside it; ember
-(like eager on the CPU and on NCHW inputs on CUDA) at the window's first element.
+faster); it adds half-precision gradients in float32 as eager's CUDA kernel does (also for CPU
+tensors under ``EMBER_INDUCTOR_KERNELS=triton``, where eager's CPU kernel would round after
+each add). On CUDA with a channels-last input, eager points a window of only -inf at index 0
+even outside it; ember (like eager on the CPU and on NCHW inputs on CUDA) at the window's first
+element.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from .. import ir
 from ..codegen.language import kernel_language
 from ..index_functions import FloorDiv, ModularIndexing
 from ..virtualized import ops
+from .indexing_ops import mask_and
 from .registry import REALIZED_INPUTS, NotLowerable, aten, register
 
 
@@ -100,15 +103,9 @@ def _inside(i: Any, n: int, may_be_negative: bool, may_pass_end: bool) -> tuple[
         mask = ops.ge(ops.index_expr(i, torch.int64), ops.constant(0, torch.int64))
         clamped = sympy.Max(0, clamped)
     if may_pass_end:
-        below = ops.lt(ops.index_expr(i, torch.int64), ops.constant(n, torch.int64))
-        mask = below if mask is None else ops.logical_and(mask, below)
+        mask = mask_and(mask, ops.lt(ops.index_expr(i, torch.int64), ops.constant(n, torch.int64)))
         clamped = sympy.Min(n - 1, clamped)
     return mask, clamped
-
-
-def _both(a: Any, b: Any) -> Any:
-    """The logical and of two masks, either of which may be None (always true)."""
-    return b if a is None else a if b is None else ops.logical_and(a, b)
 
 
 def _window(g: _Geometry, load: Callable, dtype: torch.dtype, idx: Sequence) -> tuple[Any, Any]:
@@ -122,7 +119,7 @@ def _window(g: _Geometry, load: Callable, dtype: torch.dtype, idx: Sequence) -> 
         for b in range(g.k[1]):
             iw = ow * g.s[1] - g.p[1] + b
             mask_w, read_w = _inside(iw, g.w, g.p[1] > b, (g.ow - 1) * g.s[1] - g.p[1] + b >= g.w)
-            mask = _both(mask_h, mask_w)
+            mask = mask_and(mask_h, mask_w)
             value = load([*lead, read_h, read_w])  # outside the input: never taken (the mask below)
             take = ops.logical_or(ops.logical_or(ops.gt(value, best), ops.isnan(value)),
                                   ops.eq(where, ops.constant(-1, torch.int64)))
@@ -174,7 +171,7 @@ def max_pool2d_with_indices_backward(grad: ir.IRNode, x: ir.IRNode, kernel_size:
             reaches = None if t * s + s <= k else ops.lt(ops.index_expr(offset, torch.int64),
                                                          ops.constant(k, torch.int64))
             inside, read = _inside(o, n_out, t > 0, True)
-            out.append((read, _both(reaches, inside)))
+            out.append((read, mask_and(reaches, inside)))
         return out
 
     def inner(idx: Sequence) -> Any:
@@ -184,7 +181,7 @@ def max_pool2d_with_indices_backward(grad: ir.IRNode, x: ir.IRNode, kernel_size:
         for oh, mask_h in candidates(h, 0):
             for ow, mask_w in candidates(w, 1):
                 at = [*lead, oh, ow]  # always in bounds: the mask says whether the window holds the element
-                picked = ops.logical_and(ops.logical_and(mask_h, mask_w), ops.eq(load_idx(at), here))
+                picked = mask_and(mask_and(mask_h, mask_w), ops.eq(load_idx(at), here))
                 total = ops.add(total, ops.where(picked, load_grad(at), ops.constant(0, dtype)))
         return total
     return ir.Pointwise(list(x.get_size()), dtype, inner)
