@@ -119,12 +119,10 @@ def _window(g: _Geometry, load: Callable, dtype: torch.dtype, idx: Sequence) -> 
         for b in range(g.k[1]):
             iw = ow * g.s[1] - g.p[1] + b
             mask_w, read_w = _inside(iw, g.w, g.p[1] > b, (g.ow - 1) * g.s[1] - g.p[1] + b >= g.w)
-            mask = mask_and(mask_h, mask_w)
-            value = load([*lead, read_h, read_w])  # outside the input: never taken (the mask below)
-            take = ops.logical_or(ops.logical_or(ops.gt(value, best), ops.isnan(value)),
-                                  ops.eq(where, ops.constant(-1, torch.int64)))
-            if mask is not None:
-                take = ops.logical_and(take, mask)
+            value = load([*lead, read_h, read_w])  # outside the input: never taken (the mask)
+            take = mask_and(ops.logical_or(ops.logical_or(ops.gt(value, best), ops.isnan(value)),
+                                           ops.eq(where, ops.constant(-1, torch.int64))),
+                            mask_and(mask_h, mask_w))
             best = ops.where(take, value, best)
             where = ops.where(take, ops.index_expr(ih * g.w + iw, torch.int64), where)
     return best, where
