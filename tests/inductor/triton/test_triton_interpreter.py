@@ -5,7 +5,9 @@ generate Triton for CPU tensors); only the launch differs.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -110,6 +112,31 @@ def test_cat_of_buffers_reads_them_without_a_modulus() -> None:
     loads = [line for line in src.splitlines() if "tl.load(" in line]
     assert len(loads) == 3 and all(line.count("%") == 1 for line in loads), loads
     check(dense, *args)
+
+
+def test_column_sums_get_wide_tiles_and_each_configuration_matches(tmp_path: Path) -> None:
+    """A sum across rows (a bias gradient) reads a few contiguous elements of every row per
+    program: it is offered tiles of 16384 elements (8 columns of 2048 rows on the GPU), and a
+    row sum is not. Every configuration of the column sum is run, not only the first."""
+    from ember_inductor.codegen.triton_backend import generate_triton
+
+    x = torch.randn(512, 48)
+    (src, kernel), = generate_triton(lambda x: x.sum(0), [x]).values()
+    (_, row_kernel), = generate_triton(lambda x: x.sum(1), [x]).values()
+    assert kernel.outer_reduction and not row_kernel.outer_reduction
+    tiles = [dict(c.meta)["XBLOCK"] * dict(c.meta)["RBLOCK"] for c in kernel.configs()]
+    assert 16384 in tiles and max(dict(c.meta)["XBLOCK"] * dict(c.meta)["RBLOCK"]
+                                  for c in row_kernel.configs()) <= 8192
+    path = tmp_path / "column_sum.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("column_sum", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, kernel.name)
+    for cfg in kernel.configs():
+        out = torch.full((48,), float("nan"))
+        fn[kernel.grid(cfg)](x, out, **cfg.kwargs())
+        torch.testing.assert_close(out, x.sum(0), msg=lambda m: f"{cfg}: {m}")
 
 
 def test_softmax_reads_its_input_once_when_persistent() -> None:

@@ -40,6 +40,8 @@ INT32_MAX = 2**31 - 1
 PERSISTENT_MAX = 4096
 #: Shortest last dimension a pointwise kernel is tiled along (``_wants_2d``).
 TILE_MIN_X = 8
+#: Elements of a persistent tile: every reduction, and (larger) one over a strided dimension.
+PERSISTENT_TILE, OUTER_PERSISTENT_TILE = 8192, 16384
 
 TL = {torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
       torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32",
@@ -215,6 +217,7 @@ class TritonKernel:
         self.red_pre: list[str] = []
         self.red_post: list[str] = []
         self._subs, self._ranges = self._index_substitution()
+        self.outer_reduction = self.is_reduction and self._reduces_across_rows()
 
     # -- decisions ---------------------------------------------------------------------------
     def _accesses(self) -> list[Any]:
@@ -242,6 +245,23 @@ class TritonKernel:
             if lin is not None and lin[1][-1] != 1 and any(s == 1 for s in lin[1][:-1]):
                 return True
         return False
+
+    def _reduces_across_rows(self) -> bool:
+        """Whether most reads that vary along both the kept and the reduced index are contiguous
+        along the kept one and strided along the reduced one (a column sum: a bias or a layer
+        norm weight's gradient over a [tokens, features] matrix). Such a kernel reads a few
+        contiguous elements of each row per program, so it wants wider tiles (``configs``)."""
+        votes = 0
+        for e in self._accesses():
+            e = sympy.sympify(e).xreplace(self._subs)
+            if not {XI, RI} <= e.free_symbols:
+                continue
+            lin = indexing.as_linear(indexing.simplify_index(e, self._ranges), [XI, RI])
+            if lin is None:
+                continue
+            xs, rs = lin[1]
+            votes += 1 if xs == 1 and rs != 1 else -1
+        return votes > 0
 
     def _needs_int64(self) -> bool:
         extents = [self.numel * (self.rnumel if self.rnumel.free_symbols else max(self.rnumel, 1))]
@@ -289,7 +309,7 @@ class TritonKernel:
         if self.dual:
             rb = _pow2(hint(self.rnumel))
             persistent = [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 1),), rmax=rb)
-                          for c in self._persistent_configs(rb, by_hint(self.numel))]
+                          for c in self._persistent_configs(rb, by_hint(self.numel), self.outer_reduction)]
             out = persistent + [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 0),)) for c in out]
         return self._divisible_first(out)
 
@@ -320,22 +340,31 @@ class TritonKernel:
                 xb = min(xb, n)
                 out.append(LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128))))
         elif self.persistent:
-            out = self._persistent_configs(_pow2(self.rnumel), cap(self.numel))
+            out = self._persistent_configs(_pow2(self.rnumel), cap(self.numel), self.outer_reduction)
         else:
             rb, n = cap(self.rnumel), cap(self.numel)
-            for xb, r, w in [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)]:
+            shapes = [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)] + ([(8, 128, 4)] if self.outer_reduction else [])
+            for xb, r, w in shapes:
                 out.append(LaunchConfig((("XBLOCK", min(xb, n)), ("RBLOCK", min(r, rb))), w, 2))
         return out
 
     @staticmethod
-    def _persistent_configs(rb: int, n: int) -> list[LaunchConfig]:
-        """Whole rows of ``RBLOCK = rb`` in registers, ``XBLOCK`` rows (at most ``n``) a program."""
+    def _persistent_configs(rb: int, n: int, outer: bool = False) -> list[LaunchConfig]:
+        """Whole rows of ``RBLOCK = rb`` in registers, ``XBLOCK`` rows (at most ``n``) a program.
+
+        A reduction across rows (``outer``) also gets tiles of ``OUTER_PERSISTENT_TILE`` elements
+        with 8 and 16 warps: column sums of [2048, 384-1536] float32 read from memory (not the
+        L2 cache) took 3.8-6.1 us on an H200 with 8 columns a program, against 3.9-7.9 with 4
+        and torch.compile's 5.0-7.9 (split reductions). A looped one gets 8 columns by 128 rows."""
         out: list[LaunchConfig] = []
         for xb in (1, 2, 4, 8, 16, 32, 64):
             xb = min(xb, n)
-            if xb * rb > 8192 or (xb * rb < 256 and xb < n):
+            if xb * rb > PERSISTENT_TILE or (xb * rb < 256 and xb < n):
                 continue
             out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), max(1, min(16, xb * rb // 256))))
+        wide = min(OUTER_PERSISTENT_TILE // rb, n)
+        if outer and wide * rb > PERSISTENT_TILE:
+            out += [LaunchConfig((("XBLOCK", wide), ("RBLOCK", rb)), w) for w in (8, 16)]
         return list(dict.fromkeys(out)) or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
 
     def row_length(self) -> str:
