@@ -198,3 +198,46 @@ def test_unlowered_ops_fall_back_to_aten() -> None:
         return s * 2, i, torch.cumsum(x, 0) + 1, torch.flip(x, [0]).sin()
     compiled = check(fn, torch.randn(5, 7), lowered=False)
     assert "aten.sort.default" in compiled.compiled.fallback_ops
+
+
+def test_embedding_backward_runs_as_one_aten_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An embedding's weight gradient stays aten's ``embedding_dense_backward`` (the decomposition
+    into zeros and an accumulating ``index_put`` ran, on a GPU, a sort, bounds checks and about
+    ten kernels per embedding where eager runs one for up to 3072 indices). A training step with a
+    padding index and a repeated token: one graph, gradients as eager's, the padding row zero."""
+    import copy
+
+    import ember
+    from ember_inductor import graph as lowering_graph
+    from ember_inductor.backend import inductor
+
+    externs: list[str] = []
+    extern = lowering_graph.GraphLowering._extern
+
+    def spy(self, node, *args, **kwargs):
+        externs.append(str(node.target))
+        return extern(self, node, *args, **kwargs)
+    monkeypatch.setattr(lowering_graph.GraphLowering, "_extern", spy)
+    torch.manual_seed(0)
+    tokens, positions = torch.nn.Embedding(11, 6, padding_idx=0), torch.nn.Embedding(8, 6)
+    model = torch.nn.ModuleList([tokens, positions])
+    reference = copy.deepcopy(model)
+    ids = torch.tensor([[3, 0, 3, 7, 1, 0, 10, 3]])
+    graphs = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        graphs.append(gm)
+        return inductor(gm, example_inputs)
+
+    def step(m: torch.nn.ModuleList, ids: torch.Tensor) -> torch.Tensor:
+        h = m[0](ids) + m[1](torch.arange(ids.shape[1]))
+        return (h.tanh() ** 2).sum()
+    loss = ember.compile(step, backend=counting)(model, ids)
+    loss.backward()
+    step(reference, ids).backward()
+    for a, b in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(a.grad, b.grad)
+    assert model[0].weight.grad[0].abs().sum() == 0
+    assert len(graphs) == 1
+    assert externs.count("aten.embedding_dense_backward.default") == 2, externs
+    assert not any("index_put" in e for e in externs), externs

@@ -24,7 +24,7 @@ EXTRA = [
     aten.mse_loss, aten.hardtanh, aten.leaky_relu, aten.native_dropout, aten.std_mean, aten.t, aten.rsub, aten.addcmul, aten.addcdiv, aten.lerp, aten.logsumexp,
 ]
 KEEP = [aten._softmax.default, aten._log_softmax.default, aten.gelu.default, aten.addmm.default,
-        aten.embedding.default]
+        aten.embedding.default, aten.embedding_dense_backward.default]
 
 
 def _var_mean(x: torch.Tensor, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> tuple:
