@@ -81,22 +81,15 @@ def test_the_cpu_backward_runs_aten_scatter() -> None:
     assert compiled.compiled.fallback_ops == ["aten.max_pool2d_with_indices_backward.default"]
 
 
-def test_resnet_stem_training_step_is_captured_and_matches_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resnet_stem_training_step_is_captured_and_matches_eager(extern_ops: list[str]) -> None:
     """conv, batch norm, ReLU, max pool as in torchvision's resnet, one training step with a
     loss: one graph, max pooling lowered (aten runs only the convolutions and, on the CPU, the
     pooling's backward), the same loss and gradients as eager."""
     import copy
 
-    from ember_inductor import graph as lowering_graph
     from ember_inductor.backend import inductor
 
-    externs: list[str] = []
-    extern = lowering_graph.GraphLowering._extern
-
-    def spy(self, node, *args, **kwargs):
-        externs.append(str(node.target))
-        return extern(self, node, *args, **kwargs)
-    monkeypatch.setattr(lowering_graph.GraphLowering, "_extern", spy)
+    externs = extern_ops
     torch.manual_seed(0)
     stem = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 7, 2, 3, bias=False), torch.nn.BatchNorm2d(8),
                                torch.nn.ReLU(inplace=True), torch.nn.MaxPool2d(3, 2, 1))

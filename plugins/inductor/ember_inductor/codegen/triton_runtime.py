@@ -300,7 +300,7 @@ class TritonLauncher:
         return f"{dict(cfg.meta)} w{cfg.num_warps} s{cfg.num_stages}"
 
     @staticmethod
-    def _time(launch: Callable, args: Sequence[torch.Tensor], flush: torch.Tensor) -> float:
+    def _time(launch: Callable, args: Sequence[torch.Tensor], flush: torch.Tensor | None) -> float:
         """The median GPU time of one launch, each with the L2 cache emptied first (``flush``
         overwritten), as in a training step whose activations outgrow the cache. Timed with warm
         inputs, column sums of [2048, 1152] float32 chose 4 warps a program, 4.0 us warm but
@@ -311,7 +311,8 @@ class TritonLauncher:
                   for _ in range(AUTOTUNE_REPS)]
         torch.cuda._sleep(AUTOTUNE_HOLD_CYCLES)
         for start, end in events:
-            flush.zero_()
+            if flush is not None:
+                flush.zero_()
             start.record()
             launch(*args)
             end.record()
@@ -319,11 +320,15 @@ class TritonLauncher:
         return statistics.median(start.elapsed_time(end) for start, end in events)
 
 
-def _l2_flush_buffer() -> torch.Tensor:
-    """Bytes on the current GPU twice its L2 cache: overwriting them evicts whatever it held."""
+def _l2_flush_buffer() -> torch.Tensor | None:
+    """Bytes on the current GPU twice its L2 cache: overwriting them evicts whatever it held.
+    None where the memory is not there (the timings are then taken with warm inputs)."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     size = 2 * (getattr(props, "L2_cache_size", 0) or 64 << 20)
-    return torch.empty(size, dtype=torch.int8, device="cuda")
+    try:
+        return torch.empty(size, dtype=torch.int8, device="cuda")
+    except torch.cuda.OutOfMemoryError:
+        return None
 
 
 def _bucket(n: int) -> int:
