@@ -277,3 +277,20 @@ def test_before_torch_2_13_only_graphs_without_gradients_are_symbolic(monkeypatc
 
     trained = aot_eager(gm, inputs(5, True))
     assert not trained.symbolic  # per shape, as before dynamic shapes
+
+
+def test_in_place_clamps_of_views():
+    """``x[1:].clamp_(...)`` on an intermediate: functionalizing it with symbolic sizes ran torch's
+    Python reference of the in-place op, which fails on symbolic sizes, and the graph ran eagerly
+    (fuzz seed 20263823). Traced as a clamp written back (``ember_aot.written_back``): one
+    symbolic plan, values and gradients as eager's; methods and ``torch.clamp_min_`` alike."""
+    def fn(x, w):
+        y = x * w
+        y[1:].clamp_(min=-0.5)
+        y[:, :2].clamp_max_(0.25)
+        torch.clamp_min_(y[0], -0.1)
+        return y.sum(1), y
+
+    compiled = compare_sizes(fn, lambda n: [torch.randn(n, 5, requires_grad=True),
+                                            torch.randn(5, requires_grad=True)], SIZES, aot_eager)
+    _one_symbolic_plan(compiled)

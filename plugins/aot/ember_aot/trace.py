@@ -36,6 +36,7 @@ from .errors import AOTUnsupported
 from .graph_utils import MUTATED
 from .inplace import remove_mutations
 from .symbolic import is_symbolic, known_equal
+from .written_back import WrittenBackInterpreter
 
 aten = torch.ops.aten
 
@@ -74,7 +75,7 @@ class _Calls:
         # node by node, so that each aten node keeps the ``stack_trace`` (the user's line) of
         # the node it comes from: an error when the graph runs names the user's code
         with fx_traceback.preserve_node_meta():
-            flat = pytree.tree_leaves(torch.fx.Interpreter(self.gm).run(*full))
+            flat = pytree.tree_leaves(WrittenBackInterpreter(self.gm).run(*full))
         outs = [flat[k] for k in self.analysis.graph_outputs]
         for group in self.analysis.base_groups:
             # the base analysis chose, when it is an output itself: tracing (functionalization)
