@@ -4,7 +4,9 @@
 
 ``name:count`` runs a backend on the first ``count`` programs only (inductor builds C++ kernels,
 about a second each). Prints, per backend, how many programs ran, matched, mismatched, crashed,
-failed to compile and were captured as one graph, then the failure categories. Each failure is
+failed to compile, were captured as one graph and compiled, and had a graph or a call run eagerly
+by the backend (ember_aot's warning; such a match is not a compiled one), then the failure
+categories. Each failure is
 shrunk (the first few of each category) and written to ``--out`` as a ``Program`` literal with
 its source, ready for ``test_regressions.py``.
 """
@@ -91,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 ember.reset()
                 counts[backend][outcome.status] += 1
                 counts[backend]["full_capture"] += outcome.full_capture
+                counts[backend]["backend_eager"] += outcome.backend_eager > 0
                 if outcome.status in ("ok", "skipped"):
                     continue
                 key = f"{backend} {outcome.category}"
@@ -114,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         ran = sum(c[s] for s in STATUSES if s != "skipped")
         print(f"{backend}: {ran} ran, {c['ok']} ok, {c['mismatch']} mismatched, {c['crash']} crashed, "
               f"{c['backend_error']} backend errors, {c['skipped']} skipped, "
-              f"{c['full_capture']} captured as one graph")
+              f"{c['full_capture']} captured as one graph and compiled, "
+              f"{c['backend_eager']} run eagerly by the backend (a graph or a call)")
     for key, n in categories.most_common():
         print(f"  {n:5d}  {key}")
     return 1 if categories else 0
