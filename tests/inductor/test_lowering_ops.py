@@ -201,10 +201,12 @@ def test_unlowered_ops_fall_back_to_aten() -> None:
 
 
 def test_embedding_backward_runs_as_one_aten_op(extern_ops: list[str]) -> None:
-    """An embedding's weight gradient stays aten's ``embedding_dense_backward`` (the decomposition
-    into zeros and an accumulating ``index_put`` ran, on a GPU, a sort, bounds checks and about
-    ten kernels per embedding where eager runs one for up to 3072 indices). A training step with a
-    padding index and a repeated token: one graph, gradients as eager's, the padding row zero."""
+    """An embedding's weight gradient stays aten's ``embedding_dense_backward``: the decomposition
+    into zeros and an accumulating ``index_put`` took 2345 us on the CPU for 2048 indices of 384
+    features where eager's op takes 307, and on a GPU ran about ten launches per embedding (a
+    sort, bounds checks) where eager's runs zeros and one kernel up to 3072 indices, in about the
+    same GPU time. A training step with a padding index and a repeated token: one graph,
+    gradients as eager's, the padding row zero."""
     import copy
 
     import ember

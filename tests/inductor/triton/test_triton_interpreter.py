@@ -5,7 +5,6 @@ generate Triton for CPU tensors); only the launch differs.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -114,11 +113,13 @@ def test_cat_of_buffers_reads_them_without_a_modulus() -> None:
     check(dense, *args)
 
 
-def test_column_sums_get_wide_tiles_and_each_configuration_matches(tmp_path: Path) -> None:
+def test_column_sums_get_wide_tiles_and_each_configuration_matches() -> None:
     """A sum across rows (a bias gradient) reads a few contiguous elements of every row per
     program: it is offered tiles of 16384 elements (8 columns of 2048 rows on the GPU), and a
     row sum is not. Every configuration of the column sum is run, not only the first."""
     from ember_inductor.codegen.triton_backend import generate_triton
+    from ember_inductor.codegen.triton_compile import import_kernel
+    from ember_inductor.codegen.triton_runtime import kernel_path, write_kernel
 
     x = torch.randn(512, 48)
     (src, kernel), = generate_triton(lambda x: x.sum(0), [x]).values()
@@ -127,12 +128,7 @@ def test_column_sums_get_wide_tiles_and_each_configuration_matches(tmp_path: Pat
     tiles = [dict(c.meta)["XBLOCK"] * dict(c.meta)["RBLOCK"] for c in kernel.configs()]
     assert 16384 in tiles and max(dict(c.meta)["XBLOCK"] * dict(c.meta)["RBLOCK"]
                                   for c in row_kernel.configs()) <= 8192
-    path = tmp_path / "column_sum.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("column_sum", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fn = getattr(module, kernel.name)
+    fn = import_kernel(kernel_path(write_kernel(src)), kernel.name)
     for cfg in kernel.configs():
         out = torch.full((48,), float("nan"))
         fn[kernel.grid(cfg)](x, out, **cfg.kwargs())
@@ -218,3 +214,26 @@ def test_indirect_indices_are_asserted_in_bounds() -> None:
     src = kernel_source(check(lambda w, i: w[i] + 1, w, torch.tensor([1, -1])))
     assert "tl.where(ind2 < 0, ind2 + 5, ind2)" in src and "tl.device_assert(" in src
     assert "tl.device_assert" not in kernel_source(check(lambda w: w[torch.arange(3)] + 1, w))
+
+
+def test_a_saved_autotuning_choice_is_kept_only_for_the_same_scheme_and_configurations(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A choice saved before the timing changed (``AUTOTUNE_SCHEME``), or made among other
+    configurations (a kernel's source may stay byte for byte while its configurations grow),
+    is tuned again; one saved by this scheme among these configurations is compiled alone."""
+    import json
+
+    from ember_inductor.codegen.triton import LaunchConfig
+    from ember_inductor.codegen.triton_runtime import AUTOTUNE_SCHEME, TritonLauncher
+
+    configs = [LaunchConfig((("XBLOCK", 1), ("RBLOCK", 2048)), 8), LaunchConfig((("XBLOCK", 8), ("RBLOCK", 2048)), 8)]
+    launcher = TritonLauncher("k", "fn", {"in_ptr0": "*fp32"}, configs, [(1, 1, 1)] * 2, [True])
+    saved = tmp_path / "choice.json"
+    monkeypatch.setattr(launcher, "_tuning_path", lambda: str(saved))
+    choice = {"meta": [["XBLOCK", 8], ["RBLOCK", 2048]], "num_warps": 8, "num_stages": 1}
+    saved.write_text(json.dumps(choice))  # the old format: no scheme
+    assert launcher.pending_compiles() == [0, 1]
+    saved.write_text(json.dumps({**choice, "scheme": AUTOTUNE_SCHEME, "offered": launcher._offered()[:1]}))
+    assert launcher.pending_compiles() == [0, 1]
+    saved.write_text(json.dumps({**choice, "scheme": AUTOTUNE_SCHEME, "offered": launcher._offered()}))
+    assert launcher.pending_compiles() == [1] and launcher.choice == 1

@@ -40,8 +40,10 @@ INT32_MAX = 2**31 - 1
 PERSISTENT_MAX = 4096
 #: Shortest last dimension a pointwise kernel is tiled along (``_wants_2d``).
 TILE_MIN_X = 8
-#: Elements of a persistent tile: every reduction, and (larger) one over a strided dimension.
-PERSISTENT_TILE, OUTER_PERSISTENT_TILE = 8192, 16384
+#: Elements of a persistent reduction's tile.
+PERSISTENT_TILE = 8192
+#: Elements of the wider persistent tile offered to a reduction across rows (a column sum).
+OUTER_PERSISTENT_TILE = 16384
 
 TL = {torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
       torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32",
@@ -217,7 +219,9 @@ class TritonKernel:
         self.red_pre: list[str] = []
         self.red_post: list[str] = []
         self._subs, self._ranges = self._index_substitution()
-        self.outer_reduction = self.is_reduction and self._reduces_across_rows()
+        row_accesses = self._row_accesses() if self.is_reduction else []
+        self.outer_reduction = sum(1 if xs == 1 and rs != 1 else -1 for xs, rs in row_accesses) > 0
+        self.wide_warps = self._wide_warps(len(row_accesses)) if self.outer_reduction else ()
 
     # -- decisions ---------------------------------------------------------------------------
     def _accesses(self) -> list[Any]:
@@ -246,22 +250,31 @@ class TritonKernel:
                 return True
         return False
 
-    def _reduces_across_rows(self) -> bool:
-        """Whether most reads that vary along both the kept and the reduced index are contiguous
-        along the kept one and strided along the reduced one (a column sum: a bias or a layer
-        norm weight's gradient over a [tokens, features] matrix). Such a kernel reads a few
-        contiguous elements of each row per program, so it wants wider tiles (``configs``)."""
-        votes = 0
+    def _row_accesses(self) -> list[tuple[Any, Any]]:
+        """(stride along the kept index, stride along the reduced one) of each load or store
+        that varies along both and is linear in them. A reduction whose accesses are mostly
+        contiguous along the kept index and strided along the reduced one reduces across rows
+        (``outer_reduction``: a column sum, such as a bias or a layer norm weight's gradient over
+        a [tokens, features] matrix): a program reads a few contiguous elements of each row, so
+        it wants wider tiles (``configs``)."""
+        out = []
         for e in self._accesses():
             e = sympy.sympify(e).xreplace(self._subs)
             if not {XI, RI} <= e.free_symbols:
                 continue
             lin = indexing.as_linear(indexing.simplify_index(e, self._ranges), [XI, RI])
-            if lin is None:
-                continue
-            xs, rs = lin[1]
-            votes += 1 if xs == 1 and rs != 1 else -1
-        return votes > 0
+            if lin is not None:
+                out.append(tuple(lin[1]))
+        return out
+
+    def _wide_warps(self, row_accesses: int) -> tuple[int, ...]:
+        """Warps of the ``OUTER_PERSISTENT_TILE`` configurations: with 8 warps a thread holds 64
+        elements of each access, so kernels with more than two such accesses or 8-byte elements
+        get 16 warps only (a layer norm's weight-gradient kernel, four loads, took 234 registers a
+        thread with 8; ptxas for sm_90)."""
+        names = {n for p in self.plan.placements for n, _ in p.node.reads + p.node.writes}
+        wide_elements = max((self.buffers[n].get_dtype().itemsize for n in names), default=4) > 4
+        return (16,) if row_accesses > 2 or wide_elements else (8, 16)
 
     def _needs_int64(self) -> bool:
         extents = [self.numel * (self.rnumel if self.rnumel.free_symbols else max(self.rnumel, 1))]
@@ -309,7 +322,7 @@ class TritonKernel:
         if self.dual:
             rb = _pow2(hint(self.rnumel))
             persistent = [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 1),), rmax=rb)
-                          for c in self._persistent_configs(rb, by_hint(self.numel), self.outer_reduction)]
+                          for c in self._persistent_configs(rb, by_hint(self.numel), self.wide_warps)]
             out = persistent + [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 0),)) for c in out]
         return self._divisible_first(out)
 
@@ -340,23 +353,24 @@ class TritonKernel:
                 xb = min(xb, n)
                 out.append(LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128))))
         elif self.persistent:
-            out = self._persistent_configs(_pow2(self.rnumel), cap(self.numel), self.outer_reduction)
+            out = self._persistent_configs(_pow2(self.rnumel), cap(self.numel), self.wide_warps)
         else:
             rb, n = cap(self.rnumel), cap(self.numel)
+            # across rows also 8 columns by 128 rows (4.3-5.0 us for the column sums below, warm)
             shapes = [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)] + ([(8, 128, 4)] if self.outer_reduction else [])
             for xb, r, w in shapes:
                 out.append(LaunchConfig((("XBLOCK", min(xb, n)), ("RBLOCK", min(r, rb))), w, 2))
         return out
 
     @staticmethod
-    def _persistent_configs(rb: int, n: int, outer: bool = False) -> list[LaunchConfig]:
+    def _persistent_configs(rb: int, n: int, wide_warps: Sequence[int] = ()) -> list[LaunchConfig]:
         """Whole rows of ``RBLOCK = rb`` in registers, ``XBLOCK`` rows (at most ``n``) a program.
 
-        A reduction across rows (``outer``) also gets tiles of ``OUTER_PERSISTENT_TILE`` elements
-        with 8 and 16 warps: column sums of [2048, 384-1536] float32 read from memory (not the
-        L2 cache) took 3.8-6.1 us on an H200 with 8 columns a program, against 3.9-7.9 with 4
-        and about 3.9-6.8 for torch.compile's split reductions. A looped one gets 8 columns by
-        128 rows."""
+        A reduction across rows also gets tiles of ``OUTER_PERSISTENT_TILE`` elements, with each
+        of ``wide_warps``: hand-written column sums of [2048, 384-1536] float32 read from memory
+        (not the L2 cache) took 3.8-6.1 us on an H200 with 8 columns a program, against 3.9-7.9
+        with 4 and about 3.9-6.8 for torch.compile's split reductions
+        (``benchmarks/column_sums.py``)."""
         out: list[LaunchConfig] = []
         for xb in (1, 2, 4, 8, 16, 32, 64):
             xb = min(xb, n)
@@ -364,8 +378,8 @@ class TritonKernel:
                 continue
             out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), max(1, min(16, xb * rb // 256))))
         wide = min(OUTER_PERSISTENT_TILE // rb, n)
-        if outer and wide * rb > PERSISTENT_TILE:
-            out += [LaunchConfig((("XBLOCK", wide), ("RBLOCK", rb)), w) for w in (8, 16)]
+        if wide * rb > PERSISTENT_TILE:
+            out += [LaunchConfig((("XBLOCK", wide), ("RBLOCK", rb)), w) for w in wide_warps]
         return list(dict.fromkeys(out)) or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
 
     def row_length(self) -> str:

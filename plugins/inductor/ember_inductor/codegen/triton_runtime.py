@@ -53,6 +53,10 @@ AUTOTUNE_REPS = 10
 #: a few microseconds launches slower than it runs: timed as launched, its configurations timed
 #: alike (the host's cost) and the choice among them was noise.
 AUTOTUNE_HOLD_CYCLES = 500_000
+#: Version of the way configurations are timed (``_time``): a saved choice made another way, or
+#: among other configurations, is tuned again (choices timed as launched, from a warm cache,
+#: were noise for short kernels).
+AUTOTUNE_SCHEME = 2
 
 
 def kernel_dir() -> str:
@@ -142,13 +146,20 @@ class TritonLauncher:
         dev = torch.cuda.get_device_name().replace(" ", "_").replace("/", "_")
         return os.path.join(kernel_dir(), f"{self.key}.{dev}.json")
 
+    def _offered(self) -> list[str]:
+        """The configurations a choice is made among, as saved with it."""
+        return [self._describe(i) for i in range(len(self.configs))]
+
     def pending_compiles(self) -> list[int]:
-        """Configuration indices to compile: the cached choice alone when there is one."""
+        """Configuration indices to compile: the cached choice alone when there is one, made
+        by this ``AUTOTUNE_SCHEME`` among these configurations."""
         if self.size_pos:
             return list(range(len(self.configs)))
         try:
             with open(self._tuning_path()) as f:
                 saved = json.load(f)
+            if saved.get("scheme") != AUTOTUNE_SCHEME or saved.get("offered") != self._offered():
+                return list(range(len(self.configs)))
             idx = [i for i, c in enumerate(self.configs) if list(map(list, c.meta)) == saved["meta"]
                    and c.num_warps == saved["num_warps"] and c.num_stages == saved["num_stages"]]
             if idx:
@@ -290,7 +301,8 @@ class TritonLauncher:
             return best
         try:
             _atomic_write(self._tuning_path(), json.dumps(
-                {"meta": list(map(list, cfg.meta)), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}))
+                {"meta": list(map(list, cfg.meta)), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages,
+                 "scheme": AUTOTUNE_SCHEME, "offered": self._offered()}))
         except OSError as exc:
             log.debug("could not save the autotuning choice: %s", exc)
         return best
@@ -302,9 +314,10 @@ class TritonLauncher:
     @staticmethod
     def _time(launch: Callable, args: Sequence[torch.Tensor], flush: torch.Tensor | None) -> float:
         """The median GPU time of one launch, each with the L2 cache emptied first (``flush``
-        overwritten), as in a training step whose activations outgrow the cache. Timed with warm
-        inputs, column sums of [2048, 1152] float32 chose 4 warps a program, 4.0 us warm but
-        8.0 cold (8 warps: 4.3 warm, 5.8 cold; H200)."""
+        overwritten), as in a training step whose activations outgrow the cache. Warm and cold
+        rank differently: a hand-written column sum of [2048, 1152] float32, 8 columns a program,
+        took 4.0 us warm and 8.0 cold with 4 warps, 4.3 and 5.8 with 8 (H200,
+        ``benchmarks/column_sums.py``)."""
         launch(*args)
         torch.cuda.synchronize()
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
