@@ -223,7 +223,7 @@ def test_a_saved_autotuning_choice_is_kept_only_for_the_same_scheme_and_configur
     is tuned again; one saved by this scheme among these configurations is compiled alone."""
     import json
 
-    from ember_inductor.codegen.triton import LaunchConfig
+    from ember_inductor.codegen.triton_configs import LaunchConfig
     from ember_inductor.codegen.triton_runtime import AUTOTUNE_SCHEME, TritonLauncher
 
     configs = [LaunchConfig((("XBLOCK", 1), ("RBLOCK", 2048)), 8), LaunchConfig((("XBLOCK", 8), ("RBLOCK", 2048)), 8)]

@@ -19,7 +19,6 @@ two, as the specialised kernel would be).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from typing import Any, Sequence
@@ -31,8 +30,9 @@ from .. import indexing
 from ..bounds import IndexBound
 from ..indexing import FloorDiv, ModularIndexing, TrueDiv
 from ..scheduler import FusedGroup, KernelPlan
-from ..symbolic import guard_at_most, hint, hint_named, pyexpr
+from ..symbolic import guard_at_most, hint, pyexpr
 from ..virtualized import set_handler
+from .triton_configs import LaunchConfig, launch_configs, launch_grid, pow2, wide_tile_warps
 
 #: Largest offset for 32-bit index arithmetic (tests lower it to exercise the int64 path).
 INT32_MAX = 2**31 - 1
@@ -40,10 +40,6 @@ INT32_MAX = 2**31 - 1
 PERSISTENT_MAX = 4096
 #: Shortest last dimension a pointwise kernel is tiled along (``_wants_2d``).
 TILE_MIN_X = 8
-#: Elements of a persistent reduction's tile.
-PERSISTENT_TILE = 8192
-#: Elements of the wider persistent tile offered to a reduction across rows (a column sum).
-OUTER_PERSISTENT_TILE = 16384
 
 TL = {torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
       torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32",
@@ -124,38 +120,7 @@ def constant(value: Any, dtype: torch.dtype) -> str:
     return f"tl.full([], {v}, {tl_type(dtype)})"
 
 
-def _pow2(n: Any) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
-
-
-#: The cap on block sizes of a symbolic extent (no cap: any size may come).
-_UNBOUNDED = 1 << 30
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
-
-
-def _cap(n: Any) -> int:
-    """Power of two at least ``n`` for a static ``n``, no cap for a symbolic one."""
-    n = sympy.sympify(n)
-    return _pow2(n) if not n.free_symbols else _UNBOUNDED
-
-
-def _ceil_div(n: Any, block: int) -> Any:
-    n = sympy.sympify(n)
-    if not n.free_symbols:
-        return -(-int(n) // block)
-    return pyexpr(FloorDiv(n + block - 1, block))
-
-
-@dataclasses.dataclass(frozen=True)
-class LaunchConfig:
-    meta: tuple  # ((name, value), ...) of the block-size constexprs
-    num_warps: int
-    num_stages: int = 1
-    rmax: int = 0  # > 0: valid only for rows of at most this many elements (a persistent variant)
-    divisible: tuple[int, ...] = ()  # signature positions of sizes assumed multiples of 16
-
-    def kwargs(self) -> dict:
-        return dict(self.meta)
 
 
 class Scope:
@@ -204,13 +169,13 @@ class TritonKernel:
         # a symbolic row length whose example fits in registers: both forms in one function,
         # chosen per launch by the constexpr PERSISTENT (the persistent one where the row fits)
         self.dual = (persistent is None and self.is_reduction and not static_r
-                     and _pow2(hint(self.rnumel)) <= PERSISTENT_MAX)
+                     and pow2(hint(self.rnumel)) <= PERSISTENT_MAX)
         self.persistent = self.is_reduction and (
-            persistent if persistent is not None else static_r and _pow2(self.rnumel) <= PERSISTENT_MAX)
+            persistent if persistent is not None else static_r and pow2(self.rnumel) <= PERSISTENT_MAX)
         self.tiled = not self.is_reduction and self._wants_2d()
         self.int64 = self._needs_int64()
         self.has_rmask = self.is_reduction and not (
-            self.persistent and static_r and _pow2(self.rnumel) == self.rnumel)
+            self.persistent and static_r and pow2(self.rnumel) == self.rnumel)
         self.scope = Scope(None)
         self.locals: list[dict] = [{}]
         self.masks: list[str] = []
@@ -221,7 +186,7 @@ class TritonKernel:
         self._subs, self._ranges = self._index_substitution()
         row_accesses = self._row_accesses() if self.is_reduction else []
         self.outer_reduction = sum(1 if xs == 1 and rs != 1 else -1 for xs, rs in row_accesses) > 0
-        self.wide_warps = self._wide_warps(len(row_accesses)) if self.outer_reduction else ()
+        self.wide_warps = wide_tile_warps(self, len(row_accesses)) if self.outer_reduction else ()
 
     # -- decisions ---------------------------------------------------------------------------
     def _accesses(self) -> list[Any]:
@@ -267,16 +232,6 @@ class TritonKernel:
                 out.append(tuple(lin[1]))
         return out
 
-    def _wide_warps(self, row_accesses: int) -> tuple[int, ...]:
-        """Warps of the ``OUTER_PERSISTENT_TILE`` configurations. With 8 warps a thread holds 64
-        elements of each row access: the GPT step's layer norm weight-gradient kernels (two row
-        accesses and two per-row vectors) took 234 registers a thread (ptxas, sm_90), and 8 warps
-        still won the cold timing for 3 of its 13. Kernels with more than two row accesses, or
-        with 8-byte elements (which spilled), get 16 warps only."""
-        names = {n for p in self.plan.placements for n, _ in p.node.reads + p.node.writes}
-        wide_elements = max((self.buffers[n].get_dtype().itemsize for n in names), default=4) > 4
-        return (16,) if row_accesses > 2 or wide_elements else (8, 16)
-
     def _needs_int64(self) -> bool:
         extents = [self.numel * (self.rnumel if self.rnumel.free_symbols else max(self.rnumel, 1))]
         for name in {n for p in self.plan.placements for n, _ in p.node.reads + p.node.writes}:
@@ -304,84 +259,9 @@ class TritonKernel:
         return subs, ranges
 
     def configs(self) -> list[LaunchConfig]:
-        """The launch configurations autotuned on the first run (first = default).
-
-        Pruned with the autotuning logs of the GPU benchmark models on the H100 (491 kernels):
-        without 32x32 tiles, tiled kernels lost 0.3% at the geomean; looped reductions took one
-        of the two single-row shapes (64x64 stays for reductions over a strided dimension, which
-        those models had few of); a persistent reduction's 256 elements per warp did as well as
-        twice the warps (0.8%).
-
-        With symbolic sizes, the configurations for the example's sizes come first (the default,
-        and the interpreter's), then those for any size: each size bucket autotunes among all.
-        A dual kernel's persistent configurations (``PERSISTENT=1``, ``RBLOCK`` the example's row
-        length rounded up) come first, valid for rows up to that ``RBLOCK`` (``rmax``); its
-        looped ones (``PERSISTENT=0``) serve every length."""
-        symbolic = bool(self.numel.free_symbols or self.rnumel.free_symbols)
-        by_hint = lambda n: _pow2(hint(n))  # noqa: E731
-        out = list(dict.fromkeys((self._configs(by_hint) if symbolic else []) + self._configs(_cap)))
-        if self.dual:
-            rb = _pow2(hint(self.rnumel))
-            persistent = [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 1),), rmax=rb)
-                          for c in self._persistent_configs(rb, by_hint(self.numel), self.wide_warps)]
-            out = persistent + [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 0),)) for c in out]
-        return self._divisible_first(out)
-
-    def _divisible_first(self, configs: list[LaunchConfig]) -> list[LaunchConfig]:
-        """Where the example's sizes are multiples of 16: ``configs`` compiled assuming the same
-        of every call (Triton then vectorizes loads along them; the launcher checks it per size
-        bucket), followed by the first configuration of each form without the assumption, for
-        calls whose sizes are not. Call after ``generate`` (which fixes the size parameters)."""
-        first = len(self.params)
-        divisible = tuple(first + k for k, name in enumerate(self.size_params)
-                          if (hint_named(name) or 1) % 16 == 0)
-        if not divisible:
-            return configs
-        generic = list({dict(c.meta).get("PERSISTENT"): c for c in reversed(configs)}.values())[::-1]
-        return [dataclasses.replace(c, divisible=divisible) for c in configs] + generic
-
-    def _configs(self, cap: Any) -> list[LaunchConfig]:
-        """The configurations, block sizes capped by ``cap(extent)``."""
-        out: list[LaunchConfig] = []
-        if self.tiled:
-            y, x = cap(indexing.numel(self.plan.outer[:-1])), cap(self.plan.outer[-1])
-            shapes = [(64, 64, 8), (16, 64, 4), (64, 16, 4)] + ([(256, 16, 8)] if x <= 16 else [])
-            for yb, xb, w in shapes:
-                out.append(LaunchConfig((("YBLOCK", min(yb, y)), ("XBLOCK", min(xb, x))), w))
-        elif not self.is_reduction:
-            n = cap(self.numel)
-            for xb, w in [(1024, 4), (2048, 8), (512, 4), (256, 2)]:
-                xb = min(xb, n)
-                out.append(LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128))))
-        elif self.persistent:
-            out = self._persistent_configs(_pow2(self.rnumel), cap(self.numel), self.wide_warps)
-        else:
-            rb, n = cap(self.rnumel), cap(self.numel)
-            # across rows also 8 columns by 128 rows (4.3-5.0 us for the column sums below, warm)
-            shapes = [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)] + ([(8, 128, 4)] if self.outer_reduction else [])
-            for xb, r, w in shapes:
-                out.append(LaunchConfig((("XBLOCK", min(xb, n)), ("RBLOCK", min(r, rb))), w, 2))
-        return out
-
-    @staticmethod
-    def _persistent_configs(rb: int, n: int, wide_warps: Sequence[int] = ()) -> list[LaunchConfig]:
-        """Whole rows of ``RBLOCK = rb`` in registers, ``XBLOCK`` rows (at most ``n``) a program.
-
-        A reduction across rows also gets tiles of ``OUTER_PERSISTENT_TILE`` elements, with each
-        of ``wide_warps``: hand-written column sums of [2048, 384-1536] float32 read from memory
-        (not the L2 cache) took 3.8-6.1 us on an H200 with 8 columns a program, against 3.9-7.9
-        with 4 and about 3.9-6.8 for torch.compile's split reductions
-        (``benchmarks/column_sums.py``)."""
-        out: list[LaunchConfig] = []
-        for xb in (1, 2, 4, 8, 16, 32, 64):
-            xb = min(xb, n)
-            if xb * rb > PERSISTENT_TILE or (xb * rb < 256 and xb < n):
-                continue
-            out.append(LaunchConfig((("XBLOCK", xb), ("RBLOCK", rb)), max(1, min(16, xb * rb // 256))))
-        wide = min(OUTER_PERSISTENT_TILE // rb, n)
-        if wide * rb > PERSISTENT_TILE:
-            out += [LaunchConfig((("XBLOCK", wide), ("RBLOCK", rb)), w) for w in wide_warps]
-        return list(dict.fromkeys(out)) or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
+        """The launch configurations autotuned on the first run, the default first
+        (``triton_configs.launch_configs``). Call after ``generate``."""
+        return launch_configs(self)
 
     def row_length(self) -> str:
         """A dual kernel's row length as Python source over the size symbols ("" otherwise): the
@@ -389,13 +269,8 @@ class TritonKernel:
         return pyexpr(self.rnumel) if self.dual else ""
 
     def grid(self, cfg: LaunchConfig) -> tuple:
-        """The launch grid: ints, or Python source over the size symbols where symbolic."""
-        meta = cfg.kwargs()
-        if self.tiled:  # row blocks times column blocks, on one axis (``_header``)
-            y = _ceil_div(indexing.numel(self.plan.outer[:-1]), meta["YBLOCK"])
-            x = _ceil_div(self.plan.outer[-1], meta["XBLOCK"])
-            return (y * x if isinstance(y, int) and isinstance(x, int) else f"({y}) * ({x})", 1, 1)
-        return (_ceil_div(self.numel, meta["XBLOCK"]), 1, 1)
+        """The launch grid of ``cfg``: ints, or Python source over the size symbols where symbolic."""
+        return launch_grid(self, cfg)
 
     # -- helpers -----------------------------------------------------------------------------
     def new_var(self, prefix: str = "tmp") -> str:

@@ -13,7 +13,8 @@ from typing import Any, Callable, Sequence
 from .. import ir
 from ..scheduler import FusedGroup, Scheduler
 from .common import CompiledKernels, PreparedKernels, size_param
-from .triton import LaunchConfig, TritonKernel
+from .triton import TritonKernel
+from .triton_configs import LaunchConfig
 from .triton_prelude import PRELUDE
 from .triton_runtime import TritonLauncher, compile_all, write_kernel
 

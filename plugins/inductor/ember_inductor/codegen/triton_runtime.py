@@ -39,7 +39,8 @@ from typing import Any, Callable, Sequence
 import torch
 from ember.disk_cache import work_dir
 
-from .triton import SIZE_TYPES, LaunchConfig
+from .triton import SIZE_TYPES
+from .triton_configs import LaunchConfig
 from .triton_compile import (Job, KernelRef, binary_context, binary_ext, compile_kernel, import_kernel, load_compiled,
                              pool, precompile)
 from .triton_device import interpreting
