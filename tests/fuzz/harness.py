@@ -153,8 +153,6 @@ def check(program: Program, backend: Any, expected: list[Run | None] | None = No
     if expected[0] is None:
         return Outcome("invalid", "eager raises")
     events = {"graph": 0, "break": 0, "fallback": 0, "backend_eager": 0}
-    eager_plans = _EagerPlans(events)
-    logging.getLogger("ember").addHandler(eager_plans)
 
     def observe(event: str, details: dict) -> None:
         if event in events:
@@ -165,6 +163,8 @@ def check(program: Program, backend: Any, expected: list[Run | None] | None = No
     suppress = ember.config.suppress_errors
     ember.config.suppress_errors = False
     compiled_mod.OBSERVERS.append(observe)
+    eager_plans = _EagerPlans(events)  # every call's, where capture counts are the first call's
+    logging.getLogger("ember").addHandler(eager_plans)
     label = CALLS[0][1]
     try:
         for (variant, label), want in zip(CALLS, expected):
