@@ -121,7 +121,7 @@ def test_column_sums_get_wide_tiles_and_each_configuration_matches() -> None:
     from ember_inductor.codegen.triton_compile import import_kernel
     from ember_inductor.codegen.triton_runtime import kernel_path, write_kernel
 
-    x = torch.randn(512, 48)
+    x = torch.randn(512, 48, generator=torch.Generator().manual_seed(0))
     (src, kernel), = generate_triton(lambda x: x.sum(0), [x]).values()
     (_, row_kernel), = generate_triton(lambda x: x.sum(1), [x]).values()
     assert kernel.outer_reduction and not row_kernel.outer_reduction
@@ -132,7 +132,8 @@ def test_column_sums_get_wide_tiles_and_each_configuration_matches() -> None:
     for cfg in kernel.configs():
         out = torch.full((48,), float("nan"))
         fn[kernel.grid(cfg)](x, out, **cfg.kwargs())
-        torch.testing.assert_close(out, x.sum(0), msg=lambda m: f"{cfg}: {m}")
+        # 512 float32 terms added in another order than eager's: a few 1e-5 apart
+        torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-4, msg=lambda m: f"{cfg}: {m}")
 
 
 def test_softmax_reads_its_input_once_when_persistent() -> None:
