@@ -61,7 +61,9 @@ class DebugDump:
         lines = []
         for op in graph.operations:
             if isinstance(op, ir.ComputedBuffer):
-                kind = f"Reduction[{op.data.reduction_type}] rsize={op.data.rsize}" if op.is_reduction() else "Pointwise"
+                kind = f"Reduction[{op.data.reduction_type}] rsize={op.data.rsize}" if op.is_reduction() else \
+                    f"Scatter[atomic_add] size={op.data.size} into {op.target.name}" \
+                    if isinstance(op, ir.ScatterBuffer) else "Pointwise"
                 lines.append(f"{op.name}: {kind} size={op.layout.size} stride={op.layout.stride} {op.layout.dtype}")
             else:
                 lines.append(f"{op.name}: ExternKernel {op.op} -> {[o.name for o in op.outputs]}")

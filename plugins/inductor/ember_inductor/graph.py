@@ -72,6 +72,14 @@ class GraphLowering:
         self.names[buf.name] = buf
         return buf
 
+    def new_scatter_buffer(self, target: ir.ComputedBuffer, data: ir.Scatter) -> ir.ScatterBuffer:
+        """``target`` after ``data``'s adds into it, in place (``ir.ScatterBuffer``)."""
+        buf = ir.ScatterBuffer(self._new_name("buf"), target, data)
+        buf.origin = _op_name(self._current_node)
+        self.operations.append(buf)
+        self.names[buf.name] = buf
+        return buf
+
     # -- walking the graph ---------------------------------------------------------------
     def run(self) -> "GraphLowering":
         ir.set_current_graph(self)

@@ -133,6 +133,38 @@ class ComputedBuffer(Buffer):
         return body
 
 
+class Scatter:
+    """An accumulating write: ``target[index(i)] += value(i)`` for every ``i`` of ``size``, where
+    ``index`` may hold loaded (indirect) indices, so several ``i`` may add to one element. The adds
+    are atomic and in no particular order (a float sum's last bits vary from run to run)."""
+
+    def __init__(self, size: Sequence, dtype: torch.dtype, index_fn: Callable, value_fn: Callable) -> None:
+        self.size = to_exprs(size)
+        self.dtype = dtype
+        self.index_fn = index_fn  # i -> the target's index (a list of expressions)
+        self.value_fn = value_fn  # i -> the ops value to add
+
+
+class ScatterBuffer(ComputedBuffer):
+    """The result of a :class:`Scatter` into ``target``: the same storage, written in place once
+    ``target``'s own kernel has run. Its kernel is never fused with another (``fusable``): its
+    adds land anywhere in ``target``, so no other loop may read or write ``target`` beside it."""
+
+    def __init__(self, name: str, target: ComputedBuffer, data: Scatter) -> None:
+        super().__init__(name, target.layout, data)  # type: ignore[arg-type]
+        self.target = target
+
+    def ranges(self) -> tuple[list, list]:
+        return list(self.data.size), []
+
+    def store_fn(self) -> Callable:
+        name, layout, data = self.name, self.layout, self.data
+
+        def body(idx: Sequence[Expr], ridx: Sequence[Expr]) -> None:
+            ops.atomic_add(name, layout.index(data.index_fn(idx)), data.value_fn(idx))
+        return body
+
+
 class ExternOutput(Buffer):
     """One tensor returned by an :class:`ExternKernel`; ``alias_of`` names the buffer it views."""
 

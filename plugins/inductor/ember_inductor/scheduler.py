@@ -40,6 +40,10 @@ class SchedulerNode:
         self.reads = rec.loads
         self.writes = rec.stores
         self.read_names = {n for n, _ in self.reads}
+        # a scatter adds into its target in place: it runs after the target's kernel, alone
+        self.fusable = not isinstance(buf, ir.ScatterBuffer)
+        if not self.fusable:
+            self.read_names.add(buf.target.name)
         self.is_reduction = buf.is_reduction()
         self.numel = indexing.numel(self.size)
         self.rnumel = indexing.numel(self.rsize)
@@ -332,7 +336,7 @@ class Scheduler:
 
     def _try_merge(self, a: FusedGroup, b: FusedGroup, groups: list[Any]) -> FusedGroup | None:
         nodes = sorted(a.nodes + b.nodes, key=lambda n: n.order)
-        if len(nodes) > MAX_FUSED_NODES:
+        if len(nodes) > MAX_FUSED_NODES or not all(n.fusable for n in nodes):
             return None
         lo, hi = min(a.order, b.order), max(max(n.order for n in a.nodes), max(n.order for n in b.nodes))
         if any(lo < x.order < hi for x in self._barriers):

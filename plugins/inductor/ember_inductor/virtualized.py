@@ -4,7 +4,7 @@ A buffer's body is a Python function of its index that calls ``ops.<name>(...)``
 do depends on the handler installed with :func:`set_handler`: analysis (which buffers are read
 and at which index), counting, or code generation (C++ today, Triton later).
 
-Vocabulary: load, store, store_reduction, reduction, constant, index_expr, to_dtype, where,
+Vocabulary: load, store, store_reduction, atomic_add (an accumulating store), reduction, constant, index_expr, to_dtype, where,
 masked, and math/comparison/logical functions (see :data:`POINTWISE_OPS`).
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ BINARY_OPS = (
 ).split()
 POINTWISE_OPS = frozenset(UNARY_OPS + BINARY_OPS)
 STRUCTURAL_OPS = frozenset(
-    "load store store_reduction reduction constant index_expr to_dtype where masked indirect_indexing".split()
+    "load store store_reduction atomic_add reduction constant index_expr to_dtype where masked indirect_indexing".split()
 )
 
 _state = threading.local()
@@ -75,6 +75,9 @@ class RecordingHandler:
         self.stores.append((name, index))
 
     def store_reduction(self, name: str, index: Any, value: Any) -> None:
+        self.stores.append((name, index))
+
+    def atomic_add(self, name: str, index: Any, value: Any) -> None:
         self.stores.append((name, index))
 
     def reduction(self, dtype: Any, src_dtype: Any, reduction_type: str, value: Any) -> str:

@@ -371,6 +371,13 @@ class TritonKernel:
         m = f", {mask}" if mask else ""
         self.scope.lines.append(f"tl.store({self.param(name)} + ({idx}), {value}.to({dt}){m})")
 
+    def atomic_add(self, name: str, index: Any, value: str) -> None:
+        """An accumulating store (a scatter's): never a local, since other programs add there too."""
+        mask, idx = self._mask_and_index(self.index(index), [], store=True)
+        dt = tl_type(self.buffers[name].get_dtype())
+        m = f", {mask}" if mask else ""
+        self.scope.lines.append(f"tl.atomic_add({self.param(name)} + ({idx}), {value}.to({dt}){m}, sem='relaxed')")
+
     def constant(self, value: Any, dtype: torch.dtype) -> str:
         var = self.cse(constant(value, dtype), compute_dtype(dtype))
         self.consts[var] = value

@@ -150,13 +150,18 @@ class WrapperCodegen:
     # -- lifetimes ---------------------------------------------------------------------------
     def _roots(self) -> dict[str, str]:
         root: dict[str, str] = {}
-        for name, buf in self.graph.names.items():
+        for name in self.graph.names:
             r = name
             seen = set()
-            while isinstance(self.graph.names.get(r), ir.ExternOutput) and self.graph.names[r].alias_of \
-                    and r not in seen:
+            while r not in seen:
                 seen.add(r)
-                r = self.graph.names[r].alias_of
+                buf = self.graph.names.get(r)
+                if isinstance(buf, ir.ExternOutput) and buf.alias_of:
+                    r = buf.alias_of
+                elif isinstance(buf, ir.ScatterBuffer):  # written in its target's storage
+                    r = buf.target.name
+                else:
+                    break
             root[name] = r
         return root
 
@@ -203,7 +208,9 @@ class WrapperCodegen:
             if isinstance(g, (FusedGroup, EmptyGroup)):
                 kname, params = self.kernels[id(g)] if isinstance(g, FusedGroup) else ("", [g.node.name])
                 for name in params:
-                    if name in g.names and name not in self.var:
+                    if isinstance(self.graph.names.get(name), ir.ScatterBuffer):
+                        self.var[name] = self.var[self.graph.names[name].target.name]
+                    elif name in g.names and name not in self.var:
                         lay = self.graph.names[name].layout
                         key = (tuple(lay.size), tuple(lay.stride), lay.dtype)
                         if pool.get(key):

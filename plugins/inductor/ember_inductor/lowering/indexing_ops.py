@@ -123,12 +123,12 @@ def constant_pad_nd(x: ir.IRNode, pad: Sequence[int], value: Any = 0) -> ir.IRNo
     return ir.Pointwise(new, dtype, inner)
 
 
-def _check_index_dtype(t: ir.IRNode) -> None:
+def check_index_dtype(t: ir.IRNode) -> None:
     if t.get_dtype() not in (torch.int64, torch.int32):
         raise NotLowerable("index tensor must be int64/int32")
 
 
-def _bound(size: Any, dim: int, index_loader: Any, index_size: Sequence, error: type[Exception],
+def checked_bound(size: Any, dim: int, index_loader: Any, index_size: Sequence, error: type[Exception],
            wrap_negative: bool = False) -> IndexBound:
     """The checked bound of an indirect index (eager's error for one out of range)."""
     bound = make_bound(size, dim, index_loader, index_size, error, wrap_negative)
@@ -139,11 +139,11 @@ def _bound(size: Any, dim: int, index_loader: Any, index_size: Sequence, error: 
 
 @register(aten.gather.default)
 def gather(x: ir.IRNode, dim: int, index: ir.IRNode, sparse_grad: bool = False) -> ir.IRNode:
-    _check_index_dtype(index)
+    check_index_dtype(index)
     n = len(x.get_size())
     dim = dim % max(n, 1)
     load_x, load_i = x.make_loader(), index.make_loader()
-    bound = _bound(x.get_size()[dim], dim, load_i, index.get_size(), RuntimeError)
+    bound = checked_bound(x.get_size()[dim], dim, load_i, index.get_size(), RuntimeError)
 
     def inner(idx: Sequence) -> Any:
         src = list(idx)
@@ -154,13 +154,13 @@ def gather(x: ir.IRNode, dim: int, index: ir.IRNode, sparse_grad: bool = False) 
 
 @register(aten.index_select.default)
 def index_select(x: ir.IRNode, dim: int, index: ir.IRNode) -> ir.IRNode:
-    _check_index_dtype(index)
+    check_index_dtype(index)
     n = len(x.get_size())
     dim = dim % max(n, 1)
     load_x, load_i = x.make_loader(), index.make_loader()
     size = list(x.get_size())
     size[dim] = index.get_size()[0] if index.get_size() else S.One
-    bound = _bound(x.get_size()[dim], dim, load_i, index.get_size(), IndexError)
+    bound = checked_bound(x.get_size()[dim], dim, load_i, index.get_size(), IndexError)
 
     def inner(idx: Sequence) -> Any:
         src = list(idx)
@@ -172,10 +172,10 @@ def index_select(x: ir.IRNode, dim: int, index: ir.IRNode) -> ir.IRNode:
 @register(aten.embedding.default)
 def embedding(weight: ir.IRNode, indices: ir.IRNode, padding_idx: int = -1,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> ir.IRNode:
-    _check_index_dtype(indices)
+    check_index_dtype(indices)
     load_w, load_i = weight.make_loader(), indices.make_loader()
     k = len(indices.get_size())
-    bound = _bound(weight.get_size()[0], 0, load_i, indices.get_size(), IndexError)
+    bound = checked_bound(weight.get_size()[0], 0, load_i, indices.get_size(), IndexError)
 
     def inner(idx: Sequence) -> Any:
         row = ops.indirect_indexing(load_i(idx[:k]), bound)
@@ -183,32 +183,38 @@ def embedding(weight: ir.IRNode, indices: ir.IRNode, padding_idx: int = -1,
     return ir.Pointwise(list(indices.get_size()) + [weight.get_size()[1]], weight.get_dtype(), inner)
 
 
-@register(aten.index.Tensor)
-def index(x: ir.IRNode, indices: Sequence[Any]) -> ir.IRNode:
+def advanced_index(size: Sequence, indices: Sequence[Any]) -> tuple[list, Any]:
+    """For ``x[indices]`` (aten.index's, adjacent advanced indices) with ``x`` of ``size``: the
+    result's size and a function of the result's index giving ``x``'s (indirect) index."""
     positions = [i for i, t in enumerate(indices) if t is not None]
-    if not positions:
-        return x
     for i in positions:
         if not isinstance(indices[i], ir.IRNode):
             raise NotLowerable("index with a non-tensor")
-        _check_index_dtype(indices[i])
+        check_index_dtype(indices[i])
     if positions != list(range(positions[0], positions[-1] + 1)):
         raise NotLowerable("non-adjacent advanced indices")
     bshape = broadcast_shapes(*[indices[i].get_size() for i in positions])
     loaders = [expand_to(indices[i], bshape).make_loader() for i in positions]
     first = positions[0]
-    size = list(x.get_size())
+    size = list(size)
     out_size = size[:first] + list(bshape) + size[positions[-1] + 1:]
-    load_x = x.make_loader()
     nb = len(bshape)
-    bounds = [_bound(size[pos], pos, loaders[k], bshape, IndexError, wrap_negative=True)
+    bounds = [checked_bound(size[pos], pos, loaders[k], bshape, IndexError, wrap_negative=True)
               for k, pos in enumerate(positions)]
 
-    def inner(idx: Sequence) -> Any:
+    def source(idx: Sequence) -> list:
         bidx = list(idx[first:first + nb])
         src = list(idx[:first])
         for k, pos in enumerate(positions):
             src.append(ops.indirect_indexing(loaders[k](bidx), bounds[k]))
-        src += list(idx[first + nb:])
-        return load_x(src)
-    return ir.Pointwise(out_size, x.get_dtype(), inner)
+        return src + list(idx[first + nb:])
+    return out_size, source
+
+
+@register(aten.index.Tensor)
+def index(x: ir.IRNode, indices: Sequence[Any]) -> ir.IRNode:
+    if all(t is None for t in indices):
+        return x
+    out_size, source = advanced_index(x.get_size(), indices)
+    load_x = x.make_loader()
+    return ir.Pointwise(out_size, x.get_dtype(), lambda idx: load_x(source(idx)))
