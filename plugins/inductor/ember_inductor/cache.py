@@ -23,7 +23,11 @@ from ember.disk_cache import compiler_identity, digest_matches, file_digest, wor
 log = logging.getLogger("ember.inductor")
 
 CXX = os.environ.get("CXX", "g++")
-CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
+# -mprefer-vector-width=512: where the target has AVX-512, loops use all of it. gcc's tuning for
+# recent Intel cores otherwise vectorizes at 256 bits, and each libm call (``cpp_math``: one
+# 16-lane libmvec variant per function) then computes 8 lanes twice: sin(x) + cos(x) on 2^22
+# floats took 2.8 ms against 1.4 (2 threads, Xeon with AVX-512). No effect on other targets.
+CFLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
           "-shared", "-fPIC", "-std=c++17", "-w"]
 LIBS = ["-lmvec", "-lm"]
 
