@@ -115,3 +115,32 @@ def test_training_step_with_embeddings(extern_ops: list[str]) -> None:
     assert len(graphs) == 1
     assert "aten.embedding_dense_backward.default" not in extern_ops, extern_ops
     assert not any("index_put" in e for e in extern_ops), extern_ops
+
+
+def test_autotuning_adds_into_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Autotuning launches each configuration 11 times on the call's own tensors: a scatter's
+    target is given to those launches as a copy, or the first result would hold every add."""
+    from ember_inductor.codegen import triton_runtime
+    from ember_inductor.codegen.triton_configs import LaunchConfig
+
+    def adding(index: int) -> Any:
+        def launch(target: torch.Tensor, values: torch.Tensor) -> None:
+            target.add_(values)
+        return launch
+
+    def timing(launch: Any, args: Any, flush: Any) -> float:
+        for _ in range(triton_runtime.AUTOTUNE_REPS + 1):
+            launch(*args)
+        return float(args[0].sum())
+
+    monkeypatch.setattr(triton_runtime, "_l2_flush_buffer", lambda: None)
+    monkeypatch.setattr(triton_runtime.TritonLauncher, "_time", staticmethod(timing))
+    configs = [LaunchConfig((("XBLOCK", 64),), 4, 1), LaunchConfig((("XBLOCK", 128),), 4, 1)]
+    for accumulated, expected in (((0,), 0.0), ((), 2.0 * 2 * (triton_runtime.AUTOTUNE_REPS + 1))):
+        launcher = triton_runtime.TritonLauncher("k", "f", {"out_ptr0": "*fp32", "in_ptr1": "*fp32"}, configs,
+                                                 [(1, 1, 1)] * 2, [True, True], accumulated=accumulated)
+        launcher.binaries = {0: None, 1: None}
+        monkeypatch.setattr(launcher, "_make_launch", adding)
+        target = torch.zeros(2)
+        launcher._autotune([target, torch.ones(2)], save=False)
+        assert float(target.sum()) == expected

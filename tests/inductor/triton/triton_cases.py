@@ -96,6 +96,13 @@ def _max_pool(x: torch.Tensor, g: torch.Tensor) -> tuple:
     return values * 2, indices, aten.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, indices)
 
 
+def _scatter(g: torch.Tensor, ids: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, v: torch.Tensor) -> tuple:
+    """Atomic adds (``lowering/scatter.py``): an embedding's weight gradient with a padding row,
+    and index_put with accumulate, both with repeated indices."""
+    return (torch.ops.aten.embedding_dense_backward(g, ids, 12, 0, False) * 2,
+            torch.ops.aten.index_put(x, [idx], v.sin(), True))
+
+
 CASES: list[Case] = [
     ("unary_fp32", _unary, lambda d: (_x(d, 6, 10),)),
     ("unary_fp64", _unary, lambda d: (_x(d, 6, 10, dtype=torch.float64),)),
@@ -119,6 +126,8 @@ CASES: list[Case] = [
     ("batch_stats", _batch_stats, lambda d: (_x(d, 8, 4, 16, 16), _x(d, 4), _x(d, 4))),
     ("views", _views, lambda d: (_x(d, 24, 20),)),
     ("indexing", _indexing, lambda d: (_x(d, 5, 6), torch.randint(0, 5, (5, 3)).to(d), _x(d, 7, 4))),
+    ("scatter", _scatter, lambda d: (_x(d, 4, 9, 6), torch.randint(0, 12, (4, 9)).to(d), _x(d, 7, 5),
+                                     torch.tensor([1, 6, 1, 1, 0]).to(d), _x(d, 5, 5))),
     ("creation", _creation, lambda d: (_x(d, 6, 10),)),
     ("pointwise_chain", _chain, lambda d: (_x(d, 10000),)),
     ("ragged_1d", lambda x: x.sin() * 2, lambda d: (_x(d, 1029),)),

@@ -32,6 +32,7 @@ class LauncherSpec:
     grids: list[tuple]        # per configuration: ints, or Python source over the size symbols
     aligned: list[bool]       # parameters known to be 16-byte aligned
     row_length: str = ""      # a dual kernel's row length over the size symbols (TritonKernel.row_length)
+    accumulated: list[int] = dataclasses.field(default_factory=list)  # params added into (scatters)
     binary_hashes: dict[int, str] = dataclasses.field(default_factory=dict)  # Triton cache entries of
     hash_context: str = ""    # compiled configurations, and what they were compiled for
 
@@ -71,8 +72,9 @@ class TritonBackend:
             aligned = [isinstance(scheduler.graph.names[b], ir.ComputedBuffer) for b in k.params]
             aligned += [True] * len(k.size_params)  # ints: nothing to check
             params = list(k.params) + [size_param(name) for name in k.size_params]
+            accumulated = [i for i, b in enumerate(k.params) if isinstance(scheduler.graph.names[b], ir.ScatterBuffer)]
             specs[id(g)] = LauncherSpec(f"triton_k{n}", params, key, k.name, k.signature(), configs,
-                                        [k.grid(c) for c in configs], aligned, k.row_length())
+                                        [k.grid(c) for c in configs], aligned, k.row_length(), accumulated)
         source = "\n\n".join(f"# kernel triton_k{n}\n{src}" for n, (_, _, src) in enumerate(generated))
         meta = {gid: (s.name, s.params) for gid, s in specs.items()}
         return PreparedKernels(source, meta, True, lambda: self._load(source, specs))
@@ -87,7 +89,7 @@ class TritonBackend:
         kernels: dict[Any, tuple[str, list[str], Callable]] = {}
         for gid, s in specs.items():
             launcher = TritonLauncher(s.key, s.fn_name, s.signature, s.configs, s.grids, s.aligned,
-                                      s.row_length)
+                                      s.row_length, s.accumulated)
             launcher.binary_hashes, launcher.hash_context = s.binary_hashes, s.hash_context
             kernels[gid] = (s.name, s.params, launcher)
         compile_all([launcher for _, _, launcher in kernels.values()])

@@ -115,8 +115,12 @@ class TritonLauncher:
     """Callable running one generated kernel on tensors (positional, in parameter order)."""
 
     def __init__(self, key: str, fn_name: str, signature: dict[str, str], configs: list[LaunchConfig],
-                 grids: list[tuple], unaligned_ok: Sequence[bool], row_length: str = "") -> None:
+                 grids: list[tuple], unaligned_ok: Sequence[bool], row_length: str = "",
+                 accumulated: Sequence[int] = ()) -> None:
+        """``accumulated``: positions of the tensors the kernel adds into (a scatter's target),
+        which autotuning's repeated launches must not touch."""
         self.key = key
+        self.accumulated = tuple(accumulated)
         self.fn_name = fn_name
         self.ref = KernelRef(fn_name, list(signature))
         self.signature = signature
@@ -286,9 +290,11 @@ class TritonLauncher:
         else:
             timings = {}
             flush = _l2_flush_buffer()
+            # each configuration runs AUTOTUNE_REPS + 1 times: it adds into copies, not the result
+            timed = [a.clone() if i in self.accumulated else a for i, a in enumerate(args)]
             for i in usable:
                 try:
-                    timings[i] = self._time(self._make_launch(i), args, flush)
+                    timings[i] = self._time(self._make_launch(i), timed, flush)
                 except Exception as exc:  # e.g. out of shared memory / registers on this device
                     log.debug("triton config %s failed: %s", self.configs[i], exc)
             if not timings:
