@@ -199,6 +199,11 @@ class GuardSet:
     def inference_mode(self) -> None:
         self._global_flag(torch.is_inference_mode_enabled, "inference mode")
 
+    def deterministic(self) -> None:
+        """Backends choose kernels by it (the inductor's atomic adds): a graph compiled under
+        one setting is not run under the other."""
+        self._global_flag(torch.are_deterministic_algorithms_enabled, "deterministic algorithms")
+
     def autocast(self) -> None:
         """Autocast changes the dtypes ops produce: guard whether it is on, and how."""
         if not torch._C._is_any_autocast_enabled():

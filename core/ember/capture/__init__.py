@@ -94,6 +94,7 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool
     state = CaptureState(policy=policy)
     state.guards.grad_mode()
     state.guards.inference_mode()
+    state.guards.deterministic()
     state.guards.autocast()
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     saved_level = fake_log.level

@@ -144,3 +144,29 @@ def test_autotuning_adds_into_copies(monkeypatch: pytest.MonkeyPatch) -> None:
         target = torch.zeros(2)
         launcher._autotune([target, torch.ones(2)], save=False)
         assert float(target.sum()) == expected
+
+
+def test_switching_deterministic_algorithms_recompiles(extern_ops: list[str]) -> None:
+    """The guard checks the setting: a graph of atomic adds is not reused once the user asks for
+    deterministic algorithms, and the graph compiled then runs aten's kernel."""
+    import ember
+    from ember_inductor.backend import inductor
+
+    graphs = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        graphs.append(gm)
+        return inductor(gm, example_inputs)
+
+    fn = lambda x, i, v: torch.index_add(x, 0, i, v) * 2  # noqa: E731
+    x, idx, v = torch.randn(6, 4), torch.tensor([1, 4, 1, 1, 0]), torch.randn(5, 4)
+    compiled = ember.compile(fn, backend=counting)
+    torch.testing.assert_close(compiled(x, idx, v), fn(x, idx, v))
+    assert len(graphs) == 1 and not extern_ops
+    torch.use_deterministic_algorithms(True)
+    try:
+        torch.testing.assert_close(compiled(x, idx, v), fn(x, idx, v))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert len(graphs) == 2
+    assert any("index_put" in e for e in extern_ops), extern_ops
