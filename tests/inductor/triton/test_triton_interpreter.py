@@ -161,6 +161,14 @@ def test_int64_indexing_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "program_id(0).to(tl.int64)" not in small
 
 
+def test_integer_constants_wrap_into_their_type() -> None:
+    """A uint8 tensor times -1 multiplies by 255, as eager converts the scalar (index_add's
+    decomposition with alpha=-1 did not compile: ``tl.full([], -1, tl.uint8)``)."""
+    x = torch.arange(0, 250, 7, dtype=torch.uint8)
+    check(lambda x: x * -1 + 300, x)
+    check(lambda x: x.to(torch.int8) * 200, x)
+
+
 def test_half_is_computed_in_float32() -> None:
     src = kernel_source(check(lambda x, y: (x * y).exp(), torch.randn(64).half(), torch.randn(64).half()))
     assert ".to(tl.float32)" in src and ".to(tl.float16)" in src

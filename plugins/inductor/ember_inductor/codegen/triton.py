@@ -115,8 +115,9 @@ def constant(value: Any, dtype: torch.dtype) -> str:
     elif dtype.is_floating_point:
         f = float(value)
         v = f'float("{f}")' if not math.isfinite(f) else repr(f)
-    else:
-        v = str(int(value))
+    else:  # wrapped into the type's range as eager converts it (uint8 times -1 multiplies by 255)
+        info = torch.iinfo(dtype)
+        v = str((int(value) - info.min) % (info.max - info.min + 1) + info.min)
     return f"tl.full([], {v}, {tl_type(dtype)})"
 
 
