@@ -259,7 +259,7 @@ def _report(rows: list, device: str, mode: str, bw: float, rounds: int, b2b: int
         f"# eager vs ember (inductor) vs torch.compile: {device}, mode {mode}",
         "",
         *environment(device, command),
-        f"- method: one process, {rounds} alternating rounds (eager, ember, torch.compile, eager, ...); "
+        f"- method: one process, {rounds} alternating rounds, the order rotating (eager ember torch.compile, ember torch.compile eager, ...); "
         f"latency = one synchronized call ({timer}), median [p10-p90] ms; b2b = {b2b} calls back to back "
         f"then one synchronize, ms per call (median of rounds); (x) = speedup over eager; first call = "
         f"compile with fresh caches, s. Copy bandwidth in the same run: {bw:.0f} GB/s.",

@@ -1,7 +1,9 @@
 """How the benchmarks time code: variants measured in one process, in alternating rounds.
 
-Each round times every variant once (A B C A B C ...), so drift of the host (other processes,
-clocks, thermals) falls on all variants alike. Two figures per variant:
+Each round times every variant once, the order rotating from round to round (A B C, B C A,
+C A B, ...), so drift of the host (other processes, clocks, thermals) and what one variant
+leaves for the next (caches it evicted: on the CPU an eager pointwise chain streams 16 MB seven
+times before the variant after it) fall on all variants alike. Two figures per variant:
 
 * latency: one call, synchronized before and after (CUDA events on the GPU), sampled once per
   round; reported as median with p10 and p90;
@@ -81,7 +83,8 @@ def back_to_back_ms(run: Callable[[], Any], device: str, calls: int) -> float:
 def measure(runs: list[Callable[[], Any]], device: str, rounds: int, warmup: int,
             calls: int = 10) -> list[Timing]:
     """First call (compile) of each variant, ``warmup`` untimed calls, then ``rounds``
-    alternating rounds of one synchronized call and of ``calls`` back-to-back calls each."""
+    alternating rounds (the order rotating) of one synchronized call and of ``calls``
+    back-to-back calls each."""
     firsts = []
     for run in runs:
         t = time.perf_counter()
@@ -92,10 +95,12 @@ def measure(runs: list[Callable[[], Any]], device: str, rounds: int, warmup: int
             run()
     sync(device)
     out = [Timing(f, [], []) for f in firsts]
-    for _ in range(rounds):
-        for timing, run in zip(out, runs):
+    n = len(runs)
+    for r in range(rounds):
+        order = [(out[(r + k) % n], runs[(r + k) % n]) for k in range(n)]
+        for timing, run in order:
             timing.latency.append(one_call_ms(run, device))
-        for timing, run in zip(out, runs):
+        for timing, run in order:
             timing.per_call_b2b.append(back_to_back_ms(run, device, calls))
     return out
 
