@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import check, compile_fn
+from helpers import check, compile_fn, train_embeddings
 
 torch.manual_seed(0)
 
@@ -201,37 +201,11 @@ def test_unlowered_ops_fall_back_to_aten() -> None:
 
 
 def test_embedding_backward_runs_as_one_aten_op(extern_ops: list[str]) -> None:
-    """An embedding's weight gradient stays aten's ``embedding_dense_backward``: the decomposition
-    into zeros and an accumulating ``index_put`` took 2345 us on the CPU for 2048 indices of 384
-    features where eager's op takes 307, and on a GPU ran about ten launches per embedding (a
-    sort, bounds checks) where eager's runs zeros and one kernel up to 3072 indices, in about the
-    same GPU time. A training step with a padding index and a repeated token: one graph,
-    gradients as eager's, the padding row zero."""
-    import copy
-
-    import ember
-    from ember_inductor.backend import inductor
-
-    torch.manual_seed(0)
-    tokens, positions = torch.nn.Embedding(11, 6, padding_idx=0), torch.nn.Embedding(8, 6)
-    model = torch.nn.ModuleList([tokens, positions])
-    reference = copy.deepcopy(model)
-    ids = torch.tensor([[3, 0, 3, 7, 1, 0, 10, 3]])
-    graphs = []
-
-    def counting(gm: torch.fx.GraphModule, example_inputs: list) -> object:
-        graphs.append(gm)
-        return inductor(gm, example_inputs)
-
-    def step(m: torch.nn.ModuleList, ids: torch.Tensor) -> torch.Tensor:
-        h = m[0](ids) + m[1](torch.arange(ids.shape[1]))
-        return (h.tanh() ** 2).sum()
-    loss = ember.compile(step, backend=counting)(model, ids)
-    loss.backward()
-    step(reference, ids).backward()
-    for a, b in zip(model.parameters(), reference.parameters()):
-        torch.testing.assert_close(a.grad, b.grad)
-    assert model[0].weight.grad[0].abs().sum() == 0
-    assert len(graphs) == 1
+    """On the CPU an embedding's weight gradient stays aten's ``embedding_dense_backward``: the
+    decomposition into zeros and an accumulating ``index_put`` took 2345 us for 2048 indices of
+    384 features where eager's op takes 307 (Triton kernels add atomically instead:
+    ``triton/test_triton_scatter.py``). A training step with a padding index and a repeated
+    token: one graph, gradients as eager's, the padding row zero."""
+    assert train_embeddings(torch.tensor([[3, 0, 3, 7, 1, 0, 10, 3]])) == 1
     assert extern_ops.count("aten.embedding_dense_backward.default") == 2, extern_ops
     assert not any("index_put" in e for e in extern_ops), extern_ops
