@@ -107,6 +107,15 @@ def test_layer_norm_is_at_most_two_kernels() -> None:
     assert len(_kernels(compiled)) <= 2
 
 
+def test_layer_norm_sums_each_row_once() -> None:
+    """The layer norm's decomposition asks for ``var`` and ``mean`` of the same row: one sum of
+    the row serves both (a second identical sum cost an add per element in the variance loop)."""
+    compiled = check(lambda x, w, b: F.layer_norm(x, (100,), w, b), torch.randn(32, 100),
+                     torch.randn(100), torch.randn(100))
+    src = compiled.compiled.source
+    assert len(re.findall(r"acc\d+ \+= t\d+;", src)) == 2, src  # the row's sum, the deviations'
+
+
 def test_mean_std_normalisation_is_one_kernel() -> None:
     compiled = check(lambda x: (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True),
                      torch.randn(16, 256))

@@ -40,6 +40,8 @@ class GraphLowering:
     def __init__(self, gm: torch.fx.GraphModule) -> None:
         self.gm = gm
         self.operations: list[Any] = []  # ComputedBuffer | ExternKernel, in program order
+        # (id(input), dims, type, dtypes) -> (input, reduction): one sum of x for var's and mean's
+        self.reductions: dict[tuple, tuple[Any, Any]] = {}
         self.inputs: list[Any] = []  # InputBuffer or None (non-tensor input)
         #: size symbol -> Python expression of the wrapper's inputs that gives its value
         self.symbol_sources: dict[sympy.Symbol, str] = {}

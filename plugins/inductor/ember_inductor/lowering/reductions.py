@@ -27,8 +27,21 @@ def reduce_keepdim(x: ir.IRNode, dims: Sequence[int], reduction_type: str, src_d
     """Reduction of ``x`` over ``dims`` with keepdim=True sizes.
 
     ``value_fn(value, full_index, rindex)`` maps each loaded element (already converted to
-    ``src_dtype``) to what is reduced.
+    ``src_dtype``) to what is reduced. Without one, the same reduction of the same ``x`` is
+    built once per graph (a layer norm's ``var`` and ``mean`` then share one sum of the row).
     """
+    seen = ir.current_graph().reductions
+    key = (id(x), tuple(dims), reduction_type, src_dtype, out_dtype)
+    if value_fn is None and key in seen and seen[key][0] is x:
+        return seen[key][1]
+    result = _reduce_keepdim(x, dims, reduction_type, src_dtype, out_dtype, value_fn)
+    if value_fn is None:
+        seen[key] = (x, result)
+    return result
+
+
+def _reduce_keepdim(x: ir.IRNode, dims: Sequence[int], reduction_type: str, src_dtype: torch.dtype,
+                    out_dtype: torch.dtype, value_fn: Callable | None) -> ir.Reduction:
     size = x.get_size()
     n = len(size)
     dims = list(dims)
