@@ -2,9 +2,9 @@
 
 Each is a buffer of the result's size filled first (zeros, or a copy of ``self``), then an
 ``ir.Scatter`` that adds every value at its (data-dependent) index, atomically, in one Triton
-kernel: what torch.compile generates, where eager sorts the indices first (on the GPT training
-step's two embeddings, 20 launches a step for the decomposition, or
-``embedding_backward_feature_kernel``'s 59 us on the H200).
+kernel, as torch.compile generates them. On the GPT training step's two embeddings (H200) that
+takes 5.5 us, where eager's ``embedding_backward_feature_kernel`` took 58.8 and the
+decomposition's sort-based ``index_put`` about 50 in 20 launches.
 
 Lowered for Triton kernels only; the C++ backend runs aten's kernels (``embedding_dense_backward``
 there takes 307 us where zeros and an accumulating ``index_put_`` took 2345, 2048 indices of 384
