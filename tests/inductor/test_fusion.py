@@ -116,6 +116,15 @@ def test_layer_norm_sums_each_row_once() -> None:
     assert len(re.findall(r"acc\d+ \+= t\d+;", src)) == 2, src  # the row's sum, the deviations'
 
 
+def test_a_sum_the_graph_returns_keeps_eager_strides_beside_a_variance() -> None:
+    """Only reductions kept inside a value are shared: a sum returned by the graph is its own
+    buffer, laid out as eager lays it out (here following a permuted input), not the variance's."""
+    x = torch.randn(4, 5, 6).permute(2, 1, 0)
+    fn = lambda x: (x.var(1, keepdim=True) + 1, x.sum(1, keepdim=True))  # noqa: E731
+    compiled = check(fn, x)
+    assert compiled(x)[1].stride() == fn(x)[1].stride()
+
+
 def test_mean_std_normalisation_is_one_kernel() -> None:
     compiled = check(lambda x: (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True),
                      torch.randn(16, 256))

@@ -23,21 +23,21 @@ def acc_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def reduce_keepdim(x: ir.IRNode, dims: Sequence[int], reduction_type: str, src_dtype: torch.dtype,
-                   out_dtype: torch.dtype, value_fn: Callable | None = None) -> ir.Reduction:
+                   out_dtype: torch.dtype, value_fn: Callable | None = None, shared: bool = False) -> ir.Reduction:
     """Reduction of ``x`` over ``dims`` with keepdim=True sizes.
 
     ``value_fn(value, full_index, rindex)`` maps each loaded element (already converted to
-    ``src_dtype``) to what is reduced. Without one, the same reduction of the same ``x`` is
-    built once per graph (a layer norm's ``var`` and ``mean`` then share one sum of the row).
+    ``src_dtype``) to what is reduced. ``shared``: the caller keeps the result inside its own
+    value (never a graph output, whose strides follow eager's), so one such reduction of the same
+    ``x`` serves every caller in the graph: a layer norm's ``var`` and ``mean`` share one row sum.
     """
+    if not shared or value_fn is not None:
+        return _reduce_keepdim(x, dims, reduction_type, src_dtype, out_dtype, value_fn)
     seen = ir.current_graph().reductions
     key = (id(x), tuple(dims), reduction_type, src_dtype, out_dtype)
-    if value_fn is None and key in seen and seen[key][0] is x:
-        return seen[key][1]
-    result = _reduce_keepdim(x, dims, reduction_type, src_dtype, out_dtype, value_fn)
-    if value_fn is None:
-        seen[key] = (x, result)
-    return result
+    if key not in seen or seen[key][0] is not x:
+        seen[key] = (x, _reduce_keepdim(x, dims, reduction_type, src_dtype, out_dtype, None))
+    return seen[key][1]
 
 
 def _reduce_keepdim(x: ir.IRNode, dims: Sequence[int], reduction_type: str, src_dtype: torch.dtype,
@@ -166,7 +166,7 @@ def mean(x: ir.IRNode, dim: Any = None, keepdim: bool = False, dtype: torch.dtyp
         raise NotLowerable("integer mean")
     dims = canonical_dims(dim, len(x.get_size()))
     acc = acc_dtype(out)
-    total = reduce_keepdim(x, dims, "sum", acc, acc).realize()
+    total = reduce_keepdim(x, dims, "sum", acc, acc, shared=True).realize()
     count = indexing.numel([x.get_size()[d] for d in dims])
     load = total.make_loader()
     node = ir.Pointwise(total.get_size(), out,
@@ -233,7 +233,7 @@ def _var_parts(x: ir.IRNode, dims: Sequence[int], correction: Any) -> tuple[ir.I
         raise NotLowerable("integer var")
     acc = acc_dtype(x.get_dtype())
     count = indexing.numel([x.get_size()[d] for d in dims])
-    total = reduce_keepdim(x, dims, "sum", acc, acc).realize()
+    total = reduce_keepdim(x, dims, "sum", acc, acc, shared=True).realize()
     load_total = total.make_loader()
 
     def mean_at(full: Sequence) -> Any:
