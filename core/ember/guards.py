@@ -202,7 +202,9 @@ class GuardSet:
     def deterministic(self) -> None:
         """Backends choose kernels by it (the inductor's atomic adds): a graph compiled under
         one setting is not run under the other."""
-        self._global_flag(torch.are_deterministic_algorithms_enabled, "deterministic algorithms")
+        # the C function itself: torch.are_deterministic_algorithms_enabled adds a Python frame
+        # to every guard check
+        self._global_flag(torch._C._get_deterministic_algorithms, "deterministic algorithms")
 
     def autocast(self) -> None:
         """Autocast changes the dtypes ops produce: guard whether it is on, and how."""

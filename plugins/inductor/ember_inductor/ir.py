@@ -138,9 +138,8 @@ class Scatter:
     ``index`` may hold loaded (indirect) indices, so several ``i`` may add to one element. The adds
     are atomic and in no particular order (a float sum's last bits vary from run to run)."""
 
-    def __init__(self, size: Sequence, dtype: torch.dtype, index_fn: Callable, value_fn: Callable) -> None:
+    def __init__(self, size: Sequence, index_fn: Callable, value_fn: Callable) -> None:
         self.size = to_exprs(size)
-        self.dtype = dtype
         self.index_fn = index_fn  # i -> the target's index (a list of expressions)
         self.value_fn = value_fn  # i -> the ops value to add
 
@@ -153,9 +152,6 @@ class ScatterBuffer(ComputedBuffer):
     def __init__(self, name: str, target: ComputedBuffer, data: Scatter) -> None:
         super().__init__(name, target.layout, data)  # type: ignore[arg-type]
         self.target = target
-
-    def ranges(self) -> tuple[list, list]:
-        return list(self.data.size), []
 
     def store_fn(self) -> Callable:
         name, layout, data = self.name, self.layout, self.data

@@ -366,18 +366,16 @@ class TritonKernel:
         if name in self.stored:
             self._emit_store(name, e, value)
 
-    def _emit_store(self, name: str, e: sympy.Expr, value: str) -> None:
+    def _emit_store(self, name: str, e: sympy.Expr, value: str, atomic: bool = False) -> None:
         mask, idx = self._mask_and_index(e, [], store=True)
         dt = tl_type(self.buffers[name].get_dtype())
         m = f", {mask}" if mask else ""
-        self.scope.lines.append(f"tl.store({self.param(name)} + ({idx}), {value}.to({dt}){m})")
+        op, sem = ("tl.atomic_add", ", sem='relaxed'") if atomic else ("tl.store", "")
+        self.scope.lines.append(f"{op}({self.param(name)} + ({idx}), {value}.to({dt}){m}{sem})")
 
     def atomic_add(self, name: str, index: Any, value: str) -> None:
         """An accumulating store (a scatter's): never a local, since other programs add there too."""
-        mask, idx = self._mask_and_index(self.index(index), [], store=True)
-        dt = tl_type(self.buffers[name].get_dtype())
-        m = f", {mask}" if mask else ""
-        self.scope.lines.append(f"tl.atomic_add({self.param(name)} + ({idx}), {value}.to({dt}){m}, sem='relaxed')")
+        self._emit_store(name, self.index(index), value, atomic=True)
 
     def constant(self, value: Any, dtype: torch.dtype) -> str:
         var = self.cse(constant(value, dtype), compute_dtype(dtype))

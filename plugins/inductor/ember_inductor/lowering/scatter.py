@@ -23,7 +23,7 @@ from .. import ir
 from ..codegen.language import kernel_language
 from ..virtualized import ops
 from .indexing_ops import advanced_index, check_index_dtype, checked_bound
-from .registry import NotLowerable, aten, expand_to, register
+from .registry import NotLowerable, aten, expand_to, register, to_dtype_node
 
 #: Value dtypes added atomically as they are, and those added in float32.
 ATOMIC = (torch.float32, torch.float64)
@@ -47,21 +47,16 @@ def _scatter_add(initial: ir.IRNode, dtype: torch.dtype, size: Sequence, index_f
     """``initial`` (converted to the accumulation dtype) with ``value_fn(i)`` added at
     ``index_fn(i)`` for each ``i`` of ``size``, converted back to ``dtype``."""
     acc = _accumulation_dtype(dtype)
-    load = initial.make_loader()
-    start = ir.Pointwise(initial.get_size(), acc, lambda idx: ops.to_dtype(load(idx), acc)
-                         if initial.get_dtype() != acc else load(idx))
-    target = start.realize()  # a buffer of its own: never ``initial``'s storage, which may be an input
+    # a buffer of its own, even where no conversion is needed: never ``initial``'s storage,
+    # which may be an input
+    target = ir.Pointwise(initial.get_size(), acc, to_dtype_node(initial, acc).make_loader()).realize()
     if any(sympy.sympify(s) == 0 for s in size):
-        result: ir.IRNode = target  # nothing to add
-    else:
-        def value(idx: Sequence) -> Any:
-            v = value_fn(idx)
-            return v if dtype == acc else ops.to_dtype(v, acc)
-        result = ir.current_graph().new_scatter_buffer(target, ir.Scatter(size, acc, index_fn, value))
-    if acc == dtype:
-        return result
-    load_r = result.make_loader()
-    return ir.Pointwise(result.get_size(), dtype, lambda idx: ops.to_dtype(load_r(idx), dtype))
+        return to_dtype_node(target, dtype)  # nothing to add
+
+    def value(idx: Sequence) -> Any:
+        v = value_fn(idx)
+        return v if dtype == acc else ops.to_dtype(v, acc)
+    return to_dtype_node(ir.current_graph().new_scatter_buffer(target, ir.Scatter(size, index_fn, value)), dtype)
 
 
 @register(aten.embedding_dense_backward.default)
