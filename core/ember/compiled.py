@@ -32,6 +32,7 @@ from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 from .first_call import check_first_call
 from .frame_skip import runs_as_python
 from .shape_guards import add_shape_guards
+from .settle import settle
 from .shapes import PerShapeCache, ShapePolicy, is_dynamic
 from .tracebacks import pass_through, register_resume, shown_as_user_code
 
@@ -179,6 +180,8 @@ class CompiledFunction:
             break_stack = getattr(cap.break_exc, "user_stack", None)  # innermost frame first
             break_line = break_stack[-1][1] if break_stack else None
             runner = make_runner(compiled, cap.tail, namespace, self.fn.__code__, break_line)
+            if compiled is not None:  # once the layers around the graph step aside, call past them
+                settle(compiled, functools.partial(runner.__globals__.__setitem__, "___compiled"))
             what = "guard"
             guard, reasons = cap.guards.compile(cap.input_sources)
         except Exception as exc:

@@ -19,6 +19,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
+from .settle import Settling
 from .tracebacks import pass_through
 
 
@@ -60,6 +61,7 @@ def check_first_call(compiled: Callable, gm: torch.fx.GraphModule, backend: str)
         return compiled
     target = compiled
     checked = False
+    holders = Settling()
 
     def run(*inputs: Any) -> Any:
         nonlocal target, checked
@@ -69,12 +71,15 @@ def check_first_call(compiled: Callable, gm: torch.fx.GraphModule, backend: str)
         checked = True
         why = _mismatch(expected, result)
         if why is None:
+            holders.done(target)
             return result
         target = gm.forward
+        holders.done(target)
         warnings.warn(f"ember: backend {backend!r}: {why}; this graph runs eagerly from now on",
                       stacklevel=3)
         return result if _mutates(gm) else gm(*inputs)
 
+    run.settle = holders.add  # type: ignore[attr-defined]  # after the check: the target itself
     return run
 
 

@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
+from ember.settle import settle
 from ember.shapes import is_dynamic
 from torch._subclasses import FakeTensorMode
 
@@ -166,6 +167,7 @@ class AOTCompiledGraph:
         self.gm = gm
         self.config = config
         self.plans: dict[Any, CompiledPlan | EagerPlan | _CheckedPlan] = {}
+        self._runs: dict[Any, Callable] = {}  # key -> its plan, or what the plan only calls
         self._lock = threading.Lock()
         self._overflow_warned = False
         dynamic = is_dynamic(gm)
@@ -252,10 +254,20 @@ class AOTCompiledGraph:
 
     def __call__(self, *args: Any) -> Any:
         key = self._key(args)
-        plan = self.plans.get(key)
-        if plan is None:
-            plan = self._plan_for(key, args)
-        return plan(*args)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._run_for(key, args)
+        return run(*args)
+
+    def _run_for(self, key: Any, args: Sequence[Any]) -> Callable:
+        """The plan for ``key``, kept as what calls with that key run. Without grad, a plan that
+        only calls its forward graph is passed over once that graph settles (``ember.settle``)."""
+        plan = self._plan_for(key, args)
+        if key is not None and self.plans.get(key) is plan:
+            self._runs[key] = plan
+            if not torch.is_grad_enabled() and isinstance(plan, CompiledPlan) and plan.calls_fw_as_is(len(args)):
+                settle(plan.fw, functools.partial(self._runs.__setitem__, key))
+        return plan
 
 
 class _CheckedPlan:

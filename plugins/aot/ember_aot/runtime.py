@@ -250,6 +250,12 @@ class CompiledPlan:
         self._sizes = None if self.symbolic_inputs is None else SizeProgram(
             (self.tangent_layouts, outputs), self.symbolic_inputs)
 
+    def calls_fw_as_is(self, nargs: int) -> bool:
+        """Whether a call of ``nargs`` arguments without grad is ``self.fw(*args)`` and nothing
+        else: no backward, no input to write back, no output to rebuild or size to compute."""
+        return (not self.bw and not self._mutates and self._passthrough and self._sizes is None
+                and self.tensor_pos == list(range(nargs)) and self.num_fwd_outputs == self._n_outputs)
+
     def _eager(self, args: Sequence[Any], why: str) -> Any:
         if not self._warned:
             log.warning("ember_aot: running this graph eagerly for this call: %s", why)

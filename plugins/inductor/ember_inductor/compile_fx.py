@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
+from ember.settle import Setter, Settling
 
 from . import debug, layout, symbolic
 from .codegen.common import CompiledKernels
@@ -54,6 +55,7 @@ class CompiledGraph:
         self._strict = strict
         self._fallback = fallback  # what runs the graph when its kernels fail to build
         self._lock = threading.Lock()
+        self._holders = Settling()
 
     @property
     def gm(self) -> torch.fx.GraphModule:
@@ -96,7 +98,7 @@ class CompiledGraph:
                             type(exc).__name__, exc, "per shape" if self._fallback else "with aten")
                 if self._fallback is not None:
                     per_shape = self._fallback()
-                    self._fast = self._call = lambda args: per_shape(*args)
+                    self._fast = self._call = per_shape
                 else:
                     self._fast = self._call = _run_gm(self.gm)
             else:
@@ -106,14 +108,15 @@ class CompiledGraph:
 
     def __call__(self, *args: Any) -> Any:
         if self._call is self._fast:
-            return self._fast(args)
+            return self._fast(*args)
         self.wait()
         try:
-            out = self._call(args)
+            out = self._call(*args)
         except LayoutMismatch as exc:
             log.warning("ember_inductor: %s; running this graph with aten instead", exc)
             self._fast = self._call = _run_gm(self.gm)
-            return self._fast(args)
+            self._holders.done(self._fast)
+            return self._fast(*args)
         except RuntimeError as exc:
             # the first call's failure may be ember's (an extern kernel refusing a layout, e.g. the
             # CUDA SDPA bias alignment) or the program's (an index out of range): the aten graph
@@ -122,13 +125,20 @@ class CompiledGraph:
             if self._strict or _writes_inputs(self.gm):
                 raise
             aten = _run_gm(self.gm)
-            out = aten(args)
+            out = aten(*args)
             log.warning("ember_inductor: the compiled graph failed on its first call (%s: %s); running "
                         "this graph with aten instead", type(exc).__name__, exc)
             self._fast = self._call = aten
+            self._holders.done(aten)
             return out
         self._call = self._fast
+        self._holders.done(self._fast)
         return out
+
+    def settle(self, setter: Setter) -> None:
+        """After the first call (layouts checked), callers call the wrapper itself
+        (``ember.settle``)."""
+        self._holders.add(setter)
 
     def artifact(self) -> dict[str, Any] | None:
         """This graph in picklable data for ``load_compiled_graph``; None for a graph that runs
@@ -175,7 +185,7 @@ def _writes_inputs(gm: torch.fx.GraphModule) -> bool:
 
 
 def _run_gm(gm: torch.fx.GraphModule) -> Callable:
-    def run(args: Sequence[Any]) -> Any:
+    def run(*args: Any) -> Any:
         out = gm(*args)
         return tuple(out) if isinstance(out, (list, tuple)) else (out,)
     return run

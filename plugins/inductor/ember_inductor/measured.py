@@ -20,6 +20,7 @@ import time
 from typing import Any, Callable, Sequence
 
 import torch
+from ember.settle import Settling, Setter
 
 log = logging.getLogger("ember.inductor")
 
@@ -59,9 +60,14 @@ class FasterOf:
         self._calls = 0
         self._best = [float("inf"), float("inf")]  # compiled, eager
         self._run: Callable = self._trial
+        self._holders = Settling()
 
     def __call__(self, *args: Any) -> Any:
         return self._run(*args)
+
+    def settle(self, setter: Setter) -> None:
+        """Once compiled is chosen, callers call it directly (``ember.settle``)."""
+        self._holders.add(setter)
 
     def _trial(self, *args: Any) -> Any:
         if needs_grad(args):
@@ -89,6 +95,8 @@ class FasterOf:
     def _choose(self, choice: str, why: str) -> None:
         self.choice = choice
         self._run = self.compiled if choice == "compiled" else self._eager_unless_grad
+        if choice == "compiled":
+            self._holders.done(self.compiled)
         log.info("ember_inductor: %s runs %s (%s)", self.name, choice, why)
 
     def _eager_unless_grad(self, *args: Any) -> Any:

@@ -274,8 +274,8 @@ class WrapperCodegen:
         ret = f"return ({outs}{',' if len(self.graph.outputs) == 1 else ''})"
         unpack = [f"{', '.join(inputs)}{',' if len(inputs) == 1 else ''} = args" if inputs else "pass"]
         unpack += self._bindings()
-        src = ["def call(args):"] + [f"    {l}" for l in unpack + body] + [f"    {ret}", ""]
-        src += ["def call_checked(args):"] + [f"    {l}" for l in unpack + checked] + [f"    {ret}", ""]
+        src = ["def call(*args):"] + [f"    {l}" for l in unpack + body] + [f"    {ret}", ""]
+        src += ["def call_checked(*args):"] + [f"    {l}" for l in unpack + checked] + [f"    {ret}", ""]
         return "\n".join(src)
 
     def _kernel_arg(self, param: str) -> str:
