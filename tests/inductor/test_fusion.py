@@ -161,6 +161,21 @@ def test_matmul_with_a_strided_weight_is_not_rewritten_as_linear() -> None:
     assert "linear(" not in compiled.compiled.wrapper_source
 
 
+def test_extern_arguments_are_views_made_in_cpp_or_the_buffers_themselves() -> None:
+    """A whole transposed buffer is ``.t()`` (a C method) and a view with the buffer's own
+    layout is the buffer, where ``reinterpret`` is a Python call per argument and call; a view
+    of part of a buffer keeps ``reinterpret``."""
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple:
+        return (a.t() @ b).cos(), (a.t().t() @ b).exp(), (a.sin() @ b[:, :3]).tanh()
+    compiled = check(fn, torch.randn(16, 16), torch.randn(16, 8))
+    wrapper = compiled.compiled.wrapper_source.split("def call_checked")[0]
+    products = [line for line in wrapper.splitlines() if "= c" in line]
+    assert len(products) == 3, wrapper
+    assert ".t()" in products[0] and "reinterpret" not in products[0], wrapper
+    assert "reinterpret" not in products[1] and ".t()" not in products[1], wrapper
+    assert "reinterpret" in products[2], wrapper
+
+
 def test_sibling_reductions_share_a_kernel() -> None:
     compiled = check(lambda x: (x.sum(1), x.amax(1), (x * x).sum(1)), torch.randn(16, 64))
     assert len(_kernels(compiled)) == 1

@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 
 from . import indexing, ir
 from .attention_bias import BIAS_ARG, aligned_bias
+from .codegen.language import kernel_language
 from .symbolic import SymbolicUnsupported, to_expr, to_exprs
 from .lowering import LOWERINGS, REALIZED_INPUTS, NotLowerable
 
@@ -26,10 +27,15 @@ log = logging.getLogger("ember.inductor")
 aten = torch.ops.aten
 
 #: Ops run by aten even though they could be written as loops: vendor libraries do them better.
-EXTERN_OPS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default,
-              aten.convolution.default, aten.convolution_backward.default,
+EXTERN_OPS = {aten.mm.default, aten.addmm.default, aten._addmm_activation.default, aten.bmm.default,
+              aten.baddbmm.default, aten.convolution.default, aten.convolution_backward.default,
               aten._scaled_dot_product_flash_attention_for_cpu.default,
               aten._scaled_dot_product_efficient_attention.default}
+
+#: ``relu(addmm(bias, a, b))`` on the GPU with at most this many output elements is one
+#: ``_addmm_activation`` call (the ReLU in cuBLASLt's epilogue, or in place on the product):
+#: at such sizes a kernel of its own for bias and ReLU is a launch and an allocation, not work.
+ADDMM_RELU_MAX_NUMEL = 1 << 16
 
 #: A value read by several consumers is recomputed in each of them when cheaper than this.
 INLINE_MAX_OPS = 24
@@ -50,6 +56,7 @@ class GraphLowering:
         self.names: dict[str, Any] = {}
         self.constants: list[ir.ConstantBuffer] = []
         self.fallback_ops: list[str] = []
+        self.relu_in_addmm: set[torch.fx.Node] = set()  # ReLUs computed by their addmm (_relu_epilogue)
         self._counter = 0
         self._current_node: torch.fx.Node | None = None
         self.device_type = _graph_device(gm)  # kernels are generated for this device's tensors
@@ -117,8 +124,13 @@ class GraphLowering:
             return seq[i]
         if node.op != "call_function":
             raise NotLowerable(f"{node.op} node")
+        if node in self.relu_in_addmm:
+            return self.env[node.args[0]]
         args, kwargs = self._map_args(node.args), self._map_args(node.kwargs)
         val = node.meta.get("val")
+        if node.target is aten.addmm.default and self._relu_epilogue(node, kwargs, val):
+            self.relu_in_addmm.add(next(iter(node.users)))
+            return self._extern(node, args, {}, val, op=aten._addmm_activation.default)
         if node.target is aten.addmm.default and _bias_add_fuses(node) and self._on_device(node, val):
             return self._mm_then_bias(node, args, kwargs, val)
         lowering = LOWERINGS.get(node.target)
@@ -205,6 +217,19 @@ class GraphLowering:
             if n_ops > INLINE_MAX_OPS or n_loads > INLINE_MAX_LOADS:
                 return result.realize(stride)
         return result
+
+    def _relu_epilogue(self, node: torch.fx.Node, kwargs: Any, val: Any) -> bool:
+        """Is ``node`` a small ``addmm`` of a Triton graph (a GPU's, or the interpreter's), with a
+        1-d bias, whose one use is a ReLU (``ADDMM_RELU_MAX_NUMEL``)?"""
+        if kernel_language(self.device_type) != "triton" or kwargs or len(node.users) != 1:
+            return False
+        (user,) = node.users
+        bias = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+        return (user.target is aten.relu.default and isinstance(val, torch.Tensor)
+                and val.dtype in (torch.float32, torch.float16, torch.bfloat16)
+                and not any(isinstance(s, torch.SymInt) for s in val.shape)
+                and val.numel() <= ADDMM_RELU_MAX_NUMEL
+                and isinstance(bias, torch.Tensor) and bias.dim() == 1 and self._on_device(node, val))
 
     def _mm_then_bias(self, node: torch.fx.Node, args: Any, kwargs: Any, val: Any) -> Any:
         """``addmm(bias, a, b)`` whose result only feeds kernels: a plain ``mm`` (cuBLAS picks

@@ -30,7 +30,8 @@ aten = torch.ops.aten
 #: Extern ops with a ``torch.*`` binding of the same signature: its argument parser is faster
 #: than an OpOverload's generic one (convolution: 7.8 us against 11.8 us a call on a CPU).
 _BINDINGS = {aten.mm.default: torch.mm, aten.addmm.default: torch.addmm, aten.bmm.default: torch.bmm,
-             aten.baddbmm.default: torch.baddbmm, aten.convolution.default: torch.convolution}
+             aten.baddbmm.default: torch.baddbmm, aten.convolution.default: torch.convolution,
+             aten._addmm_activation.default: torch._addmm_activation}
 
 
 def _entry_point(op: Any) -> Any:
@@ -50,15 +51,20 @@ def _as_linear(kernel: ir.ExternKernel) -> tuple | None:
             return None
     else:
         return None
-    if not isinstance(wt, ir.ReinterpretView) or not isinstance(wt.data, ir.Buffer):
-        return None
-    base, view = wt.data.layout, wt.layout
-    if len(base.size) != 2 or view.offset != 0 or base.offset != 0:
-        return None
-    n, k = base.size
-    if list(base.stride) != [k, 1] or list(view.size) != [k, n] or list(view.stride) != [1, k]:
+    if not _whole_transpose(wt):
         return None
     return (x, wt.data) if bias is None else (x, wt.data, bias)
+
+
+def _whole_transpose(a: Any) -> bool:
+    """Is ``a`` the transpose of a whole dense 2-d buffer (what ``.t()`` of it returns)?"""
+    if not isinstance(a, ir.ReinterpretView) or not isinstance(a.data, ir.Buffer):
+        return False
+    base, view = a.data.layout, a.layout
+    if len(base.size) != 2 or view.offset != 0 or base.offset != 0:
+        return False
+    n, k = base.size
+    return list(base.stride) == [k, 1] and list(view.size) == [k, n] and list(view.stride) == [1, k]
 
 
 class LayoutMismatch(RuntimeError):
@@ -134,7 +140,18 @@ class WrapperCodegen:
     def _dtype(self, dtype: torch.dtype) -> str:
         return f"torch.{str(dtype).split('.')[-1]}"
 
+    def _arg(self, a: Any) -> str:
+        """An extern kernel's argument: a view with its buffer's own layout is the buffer itself
+        (the kernel reads the same elements; the graph never returns this value as it is)."""
+        if isinstance(a, ir.ReinterpretView) and isinstance(a.data, ir.Buffer):
+            base, view = a.data.layout, a.layout
+            if list(view.size) == list(base.size) and list(view.stride) == list(base.stride) and view.offset == 0:
+                return self.var[a.data.name]
+        return self._value(a)
+
     def _value(self, a: Any) -> str:
+        if _whole_transpose(a):  # a C method call, where ``reinterpret`` is a Python one
+            return f"{self.var[a.data.name]}.t()"
         if isinstance(a, ir.ReinterpretView):
             lay = a.layout
             return f"reinterpret({self.var[a.data.name]}, {self._sizes(lay.size)}, {self._sizes(lay.stride)}, " \
@@ -234,8 +251,8 @@ class WrapperCodegen:
                     op, call = "linear", ", ".join(self._value(a) for a in linear_args)
                 else:
                     op = self._op(kernel.op)
-                    call = ", ".join([self._value(a) for a in kernel.args] +
-                                     [f"{k}={self._value(v)}" for k, v in kernel.kwargs.items()])
+                    call = ", ".join([self._arg(a) for a in kernel.args] +
+                                     [f"{k}={self._arg(v)}" for k, v in kernel.kwargs.items()])
                 outs = [o for o in kernel.outputs]
                 if isinstance(kernel.result_spec, (list, tuple)):
                     tmp = f"r{n_var}"
