@@ -12,6 +12,11 @@ calls ``settle(fn, setter)``. If ``fn`` takes part (it has a ``settle`` method),
 calls ``target`` from then on. ``Settling`` passes the setter on to the target, so a chain of
 such layers collapses to the innermost one that still has work on each call. A callable that does
 not take part is simply kept.
+
+The holders are ember's guard entries, and a guard entry's calls all agree on grad mode and on
+which inputs require grad (both are guarded, as torch.compile guards them for its backends). A
+layer that chooses per call by those (ember_aot's plan for the grad state, the inductor's
+"compiled unless the call needs grad") settles for the first call's choice.
 """
 from __future__ import annotations
 
@@ -28,24 +33,23 @@ def settle(fn: Any, setter: Setter) -> None:
 
 
 class Settling:
-    """The holders of one layer and, once the layer has settled, its target (the layer's
-    ``settle`` method is ``self.<Settling>.add``; it calls ``done(target)`` when it settles)."""
+    """The holders of one layer and the target they now call (the layer's ``settle`` method is
+    ``self.<Settling>.add``; it calls ``done(target)`` when it settles, and again if it later
+    settles deeper)."""
 
     def __init__(self) -> None:
         self.setters: list[Setter] = []
         self.target: Callable[..., Any] | None = None
 
     def add(self, setter: Setter) -> None:
-        if self.target is None:
-            self.setters.append(setter)
-        else:
+        self.setters.append(setter)
+        if self.target is not None:
             _hand_over(setter, self.target)
 
     def done(self, target: Callable[..., Any]) -> None:
         self.target = target
         for setter in self.setters:
             _hand_over(setter, target)
-        self.setters.clear()
 
 
 def _hand_over(setter: Setter, target: Callable[..., Any]) -> None:

@@ -38,6 +38,22 @@ def test_the_faster_candidate_stays(slow: str) -> None:
     assert calls == [faster] * 3
 
 
+@pytest.mark.parametrize("slow", ["compiled", "eager"])
+def test_the_holder_calls_the_choice_itself(slow: str) -> None:
+    """``ember.settle``: once chosen, the guard entry's runner calls the faster one directly."""
+    delays = {"compiled": 0.0, "eager": 0.0, slow: 0.005}
+    compiled, eager = _recorder("compiled", [], delays["compiled"]), _recorder("eager", [], delays["eager"])
+    chooser = FasterOf(compiled, eager, "test graph")
+    held: list = []
+    chooser.settle(held.append)
+    x = torch.zeros(3)
+    for _ in range(2 + 2 * TRIALS - 1):
+        chooser(x)
+    assert held == []  # not chosen yet
+    chooser(x)
+    assert held == [eager if slow == "compiled" else compiled]
+
+
 def test_calls_needing_grad_always_run_compiled() -> None:
     calls: list[str] = []
     chooser = FasterOf(_recorder("compiled", calls, 0.005), _recorder("eager", calls), "test graph")

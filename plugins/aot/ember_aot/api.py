@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
-from ember.settle import settle
+from ember.settle import Setter, Settling, settle
 from ember.shapes import is_dynamic
 from torch._subclasses import FakeTensorMode
 
@@ -168,6 +168,7 @@ class AOTCompiledGraph:
         self.config = config
         self.plans: dict[Any, CompiledPlan | EagerPlan | _CheckedPlan] = {}
         self._runs: dict[Any, Callable] = {}  # key -> its plan, or what the plan only calls
+        self._holders = Settling()  # callers that call the first key's run directly
         self._lock = threading.Lock()
         self._overflow_warned = False
         dynamic = is_dynamic(gm)
@@ -264,10 +265,25 @@ class AOTCompiledGraph:
         only calls its forward graph is passed over once that graph settles (``ember.settle``)."""
         plan = self._plan_for(key, args)
         if key is not None and self.plans.get(key) is plan:
+            first = not self._runs and not self._per_shape
             self._runs[key] = plan
+            if first:
+                self._holders.done(plan)
             if not torch.is_grad_enabled() and isinstance(plan, CompiledPlan) and plan.calls_fw_as_is(len(args)):
-                settle(plan.fw, functools.partial(self._runs.__setitem__, key))
+                settle(plan.fw, functools.partial(self._use, key, first))
         return plan
+
+    def _use(self, key: Any, first: bool, run: Callable) -> None:
+        self._runs[key] = run
+        if first:
+            self._holders.done(run)
+
+    def settle(self, setter: Setter) -> None:
+        """Callers call the first call's plan directly (``ember.settle``): the calls of a guard
+        entry all have one key, grad state and sizes being guarded; not where sizes are part of
+        the key (a dynamic graph compiled per shape)."""
+        if not self._per_shape:
+            self._holders.add(setter)
 
 
 class _CheckedPlan:

@@ -66,7 +66,8 @@ class FasterOf:
         return self._run(*args)
 
     def settle(self, setter: Setter) -> None:
-        """Once compiled is chosen, callers call it directly (``ember.settle``)."""
+        """Once chosen, callers call the choice directly (``ember.settle``): a guard entry's calls
+        all need grad or none does, and a choice is only made on calls that do not."""
         self._holders.add(setter)
 
     def _trial(self, *args: Any) -> Any:
@@ -95,8 +96,7 @@ class FasterOf:
     def _choose(self, choice: str, why: str) -> None:
         self.choice = choice
         self._run = self.compiled if choice == "compiled" else self._eager_unless_grad
-        if choice == "compiled":
-            self._holders.done(self.compiled)
+        self._holders.done(self.compiled if choice == "compiled" else self.eager)
         log.info("ember_inductor: %s runs %s (%s)", self.name, choice, why)
 
     def _eager_unless_grad(self, *args: Any) -> Any:
