@@ -221,3 +221,42 @@ def test_an_indirect_index_inside_a_row_is_not_moved_out_of_it() -> None:
     inputs = [torch.randn(5), torch.randn(7), torch.randint(0, 12, (4, 30))]
     compiled = compile_aten_graph(make_fx(gather_from_cat, decomposition_table=decompositions())(*inputs), inputs)
     assert_same(compiled(*inputs), gather_from_cat(*inputs))
+
+
+@pytest.mark.skipif(not _gcc_avx2(), reason="reads gcc's vectorization report for an x86 host with AVX2")
+def test_row_reductions_keep_partial_results_in_lanes_and_vectorize(tmp_path) -> None:
+    """A static row that is a multiple of ``cpp.LANES`` long is reduced into that many partial
+    results, combined pairwise after the loop (``CppKernel._lanes_loop``): sums, max with its NaN
+    flag, ``any``. The rows' loops vectorize, NaN still propagates, and the values are eager's; a
+    row of another length keeps the one-accumulator loop."""
+    from ember_inductor.codegen.cpp import LANES
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> tuple:
+        ln = torch.nn.functional.layer_norm(x, (x.shape[-1],))
+        return ln, x.softmax(-1), x.amax(-1), (x > 3).any(-1), y.sum(-1), y.amax(-1)
+
+    x, y = torch.randn(8, 16 * LANES), torch.randn(8, LANES + 36)
+    x[3, 100] = float("nan")
+    y[2, 7] = float("nan")
+    compiled = compile_fn(fn, x, y)
+    assert_same(compiled(x, y), fn(x, y))
+    assert compiled(x, y)[2][3].isnan() and compiled(x, y)[5][2].isnan()
+    source = compiled.compiled.source
+    kernels = source.split('extern "C"')[1:]
+    # layer norm's two sums, softmax's max (and its NaN flag) and sum, amax (and flag), any
+    assert sum(k.count(f"_l[{LANES}];") for k in kernels) >= 8, source
+    short = [k for k in kernels if f"< {LANES + 36};" in k]
+    assert short and not any(f"_l[{LANES}];" in k for k in short), short
+    path = os.path.join(str(tmp_path), "lanes.cpp")
+    with open(path, "w") as f:
+        f.write(source)
+    proc = subprocess.run([cache.CXX, *cache.CFLAGS, "-fopt-info-vec-optimized", path, "-o", path + ".so",
+                           *cache.LIBS], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    vectorized = {int(m.group(1)) for m in re.finditer(r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
+    text = source.splitlines()
+    lane_loops = [i for i, line in enumerate(text, 1) if re.match(rf"\s*for \(int64_t r\d+_l = 0; r\d+_l < {LANES};", line)
+                  and "r0_b" in text[i - 3]]
+    assert lane_loops, source
+    missed = [text[i - 1] for i in lane_loops if not any(i - 1 <= n <= i + 12 for n in vectorized)]
+    assert not missed, missed
