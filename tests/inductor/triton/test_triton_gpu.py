@@ -97,6 +97,23 @@ def test_model_forward_and_backward(model_fn, make_input) -> None:
             assert (g - w).abs().max().item() <= 1e-2 * (w.abs().max().item() + 1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows", [1, 8])
+def test_small_linear_relu_is_addmm_activation(dtype: torch.dtype, rows: int) -> None:
+    """cuBLASLt's ReLU epilogue (or the ReLU in place on the product, where aten does not use
+    cuBLASLt): the values equal eager's addmm and relu, and no Triton kernel runs."""
+    from ember_inductor.backend import compile_inference
+
+    fn = lambda x, w, b: torch.relu(torch.nn.functional.linear(x, w, b))  # noqa: E731
+    args = [torch.randn(rows, 64, device="cuda", dtype=dtype), torch.randn(128, 64, device="cuda", dtype=dtype),
+            torch.randn(128, device="cuda", dtype=dtype)]
+    compiled = compile_inference(fn, args)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(*args), fn(*args))
+        args = [torch.randn_like(a) for a in args]
+    assert compiled.compiled.kernel_count == 0
+
+
 _SECOND_PROCESS = """
 import torch
 from ember_inductor.backend import compile_inference
