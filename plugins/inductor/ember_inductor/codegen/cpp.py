@@ -143,18 +143,9 @@ _BINARY = {
     "hypot": "e_hypot({0}, {1})",
 }
 _RED_INIT = {"sum": "0", "prod": "1"}
-#: Partial results a row reduction keeps per accumulator (``_lanes_loop``): four AVX-512
-#: vectors of floats, so four adds (or max) are in flight.
+#: Partial sums a row of sums keeps per accumulator (``_lanes_loop``): four AVX-512 vectors of
+#: floats, so four adds are in flight.
 LANES = 64
-
-
-def _combine(op: str, a: str, b: str) -> str:
-    """C++ for ``a op b`` of a reduction's two partial results."""
-    if op == "max":
-        return f"(({b} > {a}) ? {b} : {a})"
-    if op == "min":
-        return f"(({b} < {a}) ? {b} : {a})"
-    return f"({a} {op} {b})"
 _RED_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|", "all": "&"}
 
 
@@ -206,7 +197,7 @@ class CppKernel:
         self.red_pre: list[str] = []
         self.red_post: list[str] = []
         self.red_clauses: list[str] = []
-        self.red_accs: list[tuple[str, str, str, str]] = []  # this stage's (name, C type, init, op)
+        self.red_accs: list[tuple[str, str, str, str]] = []  # this stage's (name, C type, init, clause op)
         self.red_simd = True
         # cross-stage reuse (see the module docstring)
         self.expanded: dict[str, str] = {}  # temporary -> its expression over loads and accumulators
@@ -544,10 +535,9 @@ class CppKernel:
         half = LANES // 2
         while half:
             lines += ["#pragma omp simd", f"for (int64_t {lane} = 0; {lane} < {half}; {lane}++) {{"]
-            lines += [f"  {a}_l[{lane}] = {_combine(op, f'{a}_l[{lane}]', f'{a}_l[{lane} + {half}]')};"
-                      for a, _, _, op in self.red_accs] + ["}"]
+            lines += [f"  {a}_l[{lane}] += {a}_l[{lane} + {half}];" for a, _, _, _ in self.red_accs] + ["}"]
             half //= 2
-        lines += [f"{a} = {_combine(op, a, f'{a}_l[0]')};" for a, _, _, op in self.red_accs]
+        lines += [f"{a} += {a}_l[0];" for a, _, _, _ in self.red_accs]
         return lines
 
     def generate(self) -> str:
