@@ -135,17 +135,22 @@ def test_every_pointwise_op_kind_vectorizes(tmp_path) -> None:
     assert not any(scalar.values()), f"loops not vectorized, per target: {scalar}"
 
 
-def _row_loops_vectorized(source: str, tmp_path: str) -> list[bool]:
-    """Per row loop (``for (int64_t r...``) of ``source``, in order: whether gcc vectorized it
-    (it reports a loop at its pragma's line, at the ``for`` or, once unswitched, at a line of its
-    body)."""
+def _vectorized_lines(source: str, tmp_path: str) -> set[int]:
+    """The lines of ``source`` at which gcc's report says it vectorized a loop."""
     path = os.path.join(tmp_path, "rows.cpp")
     with open(path, "w") as f:
         f.write(source)
     proc = subprocess.run([cache.CXX, *cache.CFLAGS, "-fopt-info-vec-optimized", path, "-o", path + ".so",
                            *cache.LIBS], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = {int(m.group(1)) for m in re.finditer(r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
+    return {int(m.group(1)) for m in re.finditer(r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
+
+
+def _row_loops_vectorized(source: str, tmp_path: str) -> list[bool]:
+    """Per row loop (``for (int64_t r...``) of ``source``, in order: whether gcc vectorized it
+    (it reports a loop at its pragma's line, at the ``for`` or, once unswitched, at a line of its
+    body)."""
+    lines = _vectorized_lines(source, tmp_path)
     text = source.splitlines()
     result = []
     for start, line in enumerate(text, 1):
@@ -249,13 +254,7 @@ def test_row_reductions_keep_partial_results_in_lanes_and_vectorize(tmp_path) ->
     assert sum(k.count(f"_l[{LANES}];") for k in kernels) == 2, source
     short = [k for k in kernels if f"< {LANES + 36};" in k]
     assert short and not any(f"_l[{LANES}];" in k for k in short), short
-    path = os.path.join(str(tmp_path), "lanes.cpp")
-    with open(path, "w") as f:
-        f.write(source)
-    proc = subprocess.run([cache.CXX, *cache.CFLAGS, "-fopt-info-vec-optimized", path, "-o", path + ".so",
-                           *cache.LIBS], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    vectorized = {int(m.group(1)) for m in re.finditer(r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
+    vectorized = _vectorized_lines(source, str(tmp_path))
     text = source.splitlines()
     lane_loops = [i for i, line in enumerate(text, 1) if re.match(rf"\s*for \(int64_t r\d+_l = 0; r\d+_l < {LANES};", line)
                   and "r0_b" in text[i - 3]]
