@@ -265,7 +265,7 @@ class AOTCompiledGraph:
         only calls its forward graph is passed over once that graph settles (``ember.settle``)."""
         plan = self._plan_for(key, args)
         if key is not None and self.plans.get(key) is plan:
-            first = not self._runs and not self._per_shape
+            first = not self._runs  # the holders' key (none hold a graph compiled per shape)
             self._runs[key] = plan
             if first:
                 self._holders.done(plan)

@@ -232,7 +232,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], defer: boo
         dump.write_ir(graph, scheduler)
     groups = [g for g in scheduler.groups if isinstance(g, FusedGroup)]
     run = _run_gm(gm)
-    if not groups and not graph.relu_in_addmm:  # aten's graph runs the same ops
+    if not groups and not graph.runs_other_ops:  # aten's graph runs the same ops
         return CompiledGraph(gm, run, run, None, {"fallback_ops": graph.fallback_ops})
     prepared = backend_for(device.type).prepare(scheduler)
     codegen = WrapperCodegen(scheduler, prepared.kernels, device, prepared.tensor_args)

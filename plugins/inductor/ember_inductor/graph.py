@@ -57,6 +57,7 @@ class GraphLowering:
         self.constants: list[ir.ConstantBuffer] = []
         self.fallback_ops: list[str] = []
         self.relu_in_addmm: set[torch.fx.Node] = set()  # ReLUs computed by their addmm (_relu_epilogue)
+        self.runs_other_ops = False  # an extern kernel runs another op than its aten node's
         self._counter = 0
         self._current_node: torch.fx.Node | None = None
         self.device_type = _graph_device(gm)  # kernels are generated for this device's tensors
@@ -244,6 +245,7 @@ class GraphLowering:
     def _extern(self, node: torch.fx.Node, args: Any, kwargs: Any, val: Any,
                 op: torch._ops.OpOverload | None = None) -> Any:
         op = op or node.target
+        self.runs_other_ops |= op is not node.target
         if op not in EXTERN_OPS:
             self.fallback_ops.append(str(op))
         schema = getattr(op, "_schema", None)

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+@pytest.fixture
+def triton_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton kernels for every graph, CPU tensors included (run by the interpreter)."""
+    monkeypatch.setenv("EMBER_INDUCTOR_KERNELS", "triton")

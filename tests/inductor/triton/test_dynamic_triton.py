@@ -10,19 +10,15 @@ import sys
 import pytest
 import torch
 
-pytest.importorskip("triton", reason="triton is not installed (pip install -e .[test])")
-if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-    pytest.skip("needs TRITON_INTERPRET=1 set before triton is imported", allow_module_level=True)
+from triton_checks import interpreter_only  # noqa: E402
+
+interpreter_only()
+pytestmark = pytest.mark.usefixtures("triton_kernels")
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from inductor_dynamic_helpers import compile_symbolic, run_sizes  # noqa: E402
 
 SIZES = [(3, 7), (2, 5), (4, 9), (5, 2), (2, 33), (3, 130)]
-
-
-@pytest.fixture(autouse=True)
-def _triton_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EMBER_INDUCTOR_KERNELS", "triton")
 
 
 def _pointwise(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -5,26 +5,21 @@ generate Triton for CPU tensors); only the launch differs.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
-pytest.importorskip("triton", reason="triton is not installed (pip install -e .[test])")
-if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-    pytest.skip("needs TRITON_INTERPRET=1 set before triton is imported", allow_module_level=True)
+from triton_checks import interpreter_only  # noqa: E402
+
+interpreter_only()
+pytestmark = pytest.mark.usefixtures("triton_kernels")
 
 from ember_inductor.codegen import triton as triton_codegen  # noqa: E402
 from triton_cases import case_ids, get, inputs_on  # noqa: E402
 from triton_checks import check, kernel_source  # noqa: E402
 
 from benchmarks.models import GPT, TinyMLP  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _triton_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EMBER_INDUCTOR_KERNELS", "triton")
 
 
 @pytest.mark.parametrize("case_id", case_ids())

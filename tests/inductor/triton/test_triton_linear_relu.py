@@ -9,25 +9,20 @@ products keep the plain matrix product and the fused bias-and-ReLU kernel.
 from __future__ import annotations
 
 import copy
-import os
 
 import pytest
 import torch
 
-pytest.importorskip("triton", reason="triton is not installed (pip install -e .[test])")
-if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-    pytest.skip("needs TRITON_INTERPRET=1 set before triton is imported", allow_module_level=True)
+from triton_checks import interpreter_only  # noqa: E402
+
+interpreter_only()
+pytestmark = pytest.mark.usefixtures("triton_kernels")
 
 import ember  # noqa: E402
 from ember_inductor import graph as lowering_graph  # noqa: E402
 from ember_inductor.backend import compile_inference, inductor  # noqa: E402
 
 aten = torch.ops.aten
-
-
-@pytest.fixture(autouse=True)
-def _triton_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EMBER_INDUCTOR_KERNELS", "triton")
 
 
 def _mlp() -> torch.nn.Module:

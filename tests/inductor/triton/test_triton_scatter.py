@@ -7,25 +7,20 @@ keep aten's kernel.
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 import torch
 
-pytest.importorskip("triton", reason="triton is not installed (pip install -e .[test])")
-if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-    pytest.skip("needs TRITON_INTERPRET=1 set before triton is imported", allow_module_level=True)
+from triton_checks import interpreter_only  # noqa: E402
+
+interpreter_only()
+pytestmark = pytest.mark.usefixtures("triton_kernels")
 
 from helpers import train_embeddings  # noqa: E402
 from triton_checks import check, kernel_source  # noqa: E402
 
 aten = torch.ops.aten
-
-
-@pytest.fixture(autouse=True)
-def _triton_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EMBER_INDUCTOR_KERNELS", "triton")
 
 
 def _ids() -> torch.Tensor:

@@ -197,7 +197,7 @@ class CppKernel:
         self.red_pre: list[str] = []
         self.red_post: list[str] = []
         self.red_clauses: list[str] = []
-        self.red_accs: list[tuple[str, str, str, str]] = []  # this stage's (name, C type, init, clause op)
+        self.red_sums: list[tuple[str, str, str]] = []  # this stage's sums: (name, C type, init)
         self.red_simd = True
         # cross-stage reuse (see the module docstring)
         self.expanded: dict[str, str] = {}  # temporary -> its expression over loads and accumulators
@@ -335,20 +335,17 @@ class CppKernel:
             self.red_pre.append(f"{t} {acc} = {init};")
             self.scope.lines.append(f"{acc} = ({value} {cmp} {acc}) ? {value} : {acc};")
             self.red_clauses.append(f"{rtype}:{acc}")
-            self.red_accs.append((acc, t, init, rtype))
             if src_dtype.is_floating_point:
                 flag = f"{acc}_nan"
                 self.red_pre.append(f"int {flag} = 0;")
                 self.scope.lines.append(f"{flag} |= ({value} != {value});")
                 self.red_clauses.append(f"|:{flag}")
-                self.red_accs.append((flag, "int", "0", "|"))
                 self.red_post.append(f"if ({flag}) {acc} = std::numeric_limits<{t}>::quiet_NaN();")
             return Reduced(acc, None)
         if rtype in ("any", "all"):  # an int with | or &: gcc vectorizes no bool reduction (|| and &&)
             self.red_pre.append(f"int {acc} = {int(rtype == 'all')};")
             self.scope.lines.append(f"{acc} {_RED_CLAUSE[rtype]}= static_cast<int>(static_cast<bool>({value}));")
             self.red_clauses.append(f"{_RED_CLAUSE[rtype]}:{acc}")
-            self.red_accs.append((acc, "int", str(int(rtype == "all")), _RED_CLAUSE[rtype]))
             return Reduced(acc, None)
         init = _RED_INIT[rtype]
         if t in ("float", "double"):
@@ -357,7 +354,8 @@ class CppKernel:
         op = {"sum": f"{acc} += {value};", "prod": f"{acc} *= {value};"}[rtype]
         self.scope.lines.append(op)
         self.red_clauses.append(f"{_RED_CLAUSE[rtype]}:{acc}")
-        self.red_accs.append((acc, t, init, _RED_CLAUSE[rtype]))
+        if rtype == "sum":
+            self.red_sums.append((acc, t, init))
         return Reduced(acc, None)
 
     def store_reduction(self, name: str, index: Any, value: Reduced) -> None:
@@ -482,14 +480,15 @@ class CppKernel:
         self.stage += 1
         self.locals.append({})
         self.red_pre, self.red_post, self.red_clauses, self.red_simd = [], [], [], True
-        self.red_accs = []
+        self.red_sums = []
         self._run_nodes(placements)
         body = self.scope.lines
         self.scope = outer
         self.stage_scope = None
         self.locals.pop()
         loops = list(zip(self.rv, self.plan.r))
-        if len(loops) == 1 and self.red_simd and not parallel_r and self.red_accs and not self.bound_checks:
+        only_sums = len(self.red_sums) == len(self.red_clauses) > 0
+        if len(loops) == 1 and self.red_simd and not parallel_r and only_sums and not self.bound_checks:
             lanes = self._lanes_loop(body, *loops[0])
             if lanes is not None:
                 return self.red_pre + ["{"] + lanes + ["}"] + self.red_post
@@ -520,14 +519,14 @@ class CppKernel:
         between iterations (softmax's max loop: 0.304 -> 0.319 ms)."""
         if not (size.is_Integer and int(size) >= 2 * LANES and int(size) % LANES == 0):
             return None
-        if any(op != "+" for _, _, _, op in self.red_accs) or any(_EXPENSIVE.search(line) for line in body):
+        if any(_EXPENSIVE.search(line) for line in body):
             return None
         lane = f"{var}_l"
-        names = re.compile(r"\b(" + "|".join(re.escape(a) for a, _, _, _ in self.red_accs) + r")\b")
+        names = re.compile(r"\b(" + "|".join(re.escape(a) for a, _, _ in self.red_sums) + r")\b")
         inner = [names.sub(lambda m: f"{m.group(1)}_l[{lane}]", line) for line in body]
-        lines = [f"{t} {a}_l[{LANES}];" for a, t, _, _ in self.red_accs]
+        lines = [f"{t} {a}_l[{LANES}];" for a, t, _ in self.red_sums]
         lines += [f"for (int64_t {lane} = 0; {lane} < {LANES}; {lane}++) {{"]
-        lines += [f"  {a}_l[{lane}] = {init};" for a, _, init, _ in self.red_accs] + ["}"]
+        lines += [f"  {a}_l[{lane}] = {init};" for a, _, init in self.red_sums] + ["}"]
         lines += [f"for (int64_t {var}_b = 0; {var}_b < {int(size)}; {var}_b += {LANES}) {{",
                   "  #pragma omp simd", f"  for (int64_t {lane} = 0; {lane} < {LANES}; {lane}++) {{",
                   f"    const int64_t {var} = {var}_b + {lane};"]
@@ -535,9 +534,9 @@ class CppKernel:
         half = LANES // 2
         while half:
             lines += ["#pragma omp simd", f"for (int64_t {lane} = 0; {lane} < {half}; {lane}++) {{"]
-            lines += [f"  {a}_l[{lane}] += {a}_l[{lane} + {half}];" for a, _, _, _ in self.red_accs] + ["}"]
+            lines += [f"  {a}_l[{lane}] += {a}_l[{lane} + {half}];" for a, _, _ in self.red_sums] + ["}"]
             half //= 2
-        lines += [f"{a} += {a}_l[0];" for a, _, _, _ in self.red_accs]
+        lines += [f"{a} += {a}_l[0];" for a, _, _ in self.red_sums]
         return lines
 
     def generate(self) -> str:
