@@ -42,7 +42,8 @@ REUSE_MAX_ROW = 1 << 14  # longest row (elements: 64 KiB of floats) kept on the 
 #: Without the cap a chain that reads each value twice grows its text exponentially: a 4x4 max
 #: pool's running maximum (compared, then selected, at each of 16 elements) ran out of memory.
 MAX_EXPANSION = 4096
-_EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow|exp|sigmoid)\(")
+_EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow|exp|sigmoid)(?:<\w+>)?\(")
+_LOOP_PRAGMA = re.compile(r"^\s*#pragma omp (parallel for|simd)\b")
 _TEMP = re.compile(r"\bt\d+\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
@@ -212,6 +213,7 @@ class CppKernel:
         self.reciprocals: set[str] = set()  # their reciprocals, declared per row
         self.narrowed: dict[str, tuple[torch.dtype, str]] = {}  # a value rounded to half/bfloat16 -> (dtype, its float)
         self.bound_checks: list[tuple[str, str, str, int]] = []  # (largest, smallest bad value, size, code)
+        self.trig = False  # computes a float sin or cos inline (the prelude's e_sin): runs twice where far
 
     # -- helpers -----------------------------------------------------------------------------
     def new_var(self, prefix: str = "t") -> str:
@@ -425,6 +427,22 @@ class CppKernel:
             return self.cse(f"({inv}_ok ? {a} * {inv} : {a} / {b})")
         return self.cse(_BINARY["truediv"].format(a, b))
 
+    def sin(self, a: str) -> str:
+        return self._trig("sin", a)
+
+    def cos(self, a: str) -> str:
+        return self._trig("cos", a)
+
+    def _trig(self, name: str, a: str) -> str:
+        """``e_sin``/``e_cos`` of the kernel's ``EM_FAST`` pass, with ``a`` folded into the
+        kernel's ``em_far`` (see ``generate``)."""
+        self.trig = True
+        far = f"e_trig_far({a})"
+        if self.scope.lookup(far) is None:
+            self.scope.lines.append(f"em_far |= {far};")
+            self.scope.cache[far] = "em_far"
+        return self.cse(f"e_{name}<EM_FAST>({a})")
+
     def indirect_indexing(self, value: str, bound: IndexBound) -> sympy.Symbol:
         """A checked index: out of range, it is replaced by 0 and folded into the kernel's
         largest and smallest offending values (OpenMP reductions, so the loop still vectorizes),
@@ -572,10 +590,22 @@ class CppKernel:
         self.size_params = sorted(self.size_symbols & used)
         args = ", ".join([self._param_decl(name) for name in self.params] +
                          [f"int64_t {name}" for name in self.size_params])
-        if not self.bound_checks:
-            return "\n".join([f'extern "C" void {self.name}({args}) {{'] + [f"  {l}" for l in loops] + ["}"])
-        return "\n".join([f'extern "C" int64_t {self.name}({args}) {{'] + [f"  {l}" for l in decl + loops + report] +
-                         ["  return ember_index_failed();", "}"])
+        result = "int64_t" if self.bound_checks else "void"
+        tail = ["  return ember_index_failed();"] if self.bound_checks else []
+        if not self.trig:
+            return "\n".join([f'extern "C" {result} {self.name}({args}) {{'] + [f"  {l}" for l in decl + loops + report] +
+                             tail + ["}"])
+        # sin and cos computed inline (the prelude's e_sin): a first pass with EM_FAST, whose loops
+        # fold whether any argument was far into em_far, then, only where one was, a second pass
+        # that computes the far ones with libm. The kernel reads no buffer it writes (the wrapper
+        # reuses a buffer only after its last reader), so the second pass computes the same.
+        loops = [line + " reduction(|:em_far)" if _LOOP_PRAGMA.match(line) else line for line in loops]
+        call = ", ".join(list(self.params.values()) + self.size_params)
+        body = f"template <bool EM_FAST> static int {self.name}_pass({args})"
+        return "\n".join([f"{body};", f'extern "C" {result} {self.name}({args}) {{',
+                          f"  if ({self.name}_pass<true>({call})) {self.name}_pass<false>({call});", *tail, "}",
+                          f"{body} {{", "  int em_far = 0;"] + [f"  {l}" for l in decl + loops + report] +
+                         ["  return em_far;", "}"])
 
     def _param_decl(self, name: str) -> str:
         t = ctype(self.buffers[name].get_dtype())

@@ -30,7 +30,8 @@ FUNCTIONS: dict[str, int] = {
     "pow": 2, "atan2": 2, "hypot": 2, "fmod": 2,
 }
 
-OWN_DISPATCH = {"exp", "pow", "fmod"}  # the prelude's e_exp, e_pow, e_fmod (inline float exp, integers)
+OWN_DISPATCH = {"exp", "pow", "fmod", "sin", "cos"}  # the prelude's e_exp, e_pow, e_fmod, e_sin, e_cos
+# (inline float exp, sin and cos; integers)
 # Functions libmvec has no vector form of: their vector forms call the libm function per lane
 # (exact, as fmod is), so that the loop around them still vectorizes.
 PER_LANE = {"fmod"}
@@ -147,7 +148,7 @@ def _dispatch(name: str, arity: int) -> str:
 
 def used_in(code: str) -> set[str]:
     """The functions of FUNCTIONS that generated kernels ``code`` calls, through CALLERS too."""
-    called = set(re.findall(r"\be_(\w+)\(", code))
+    called = set(re.findall(r"\be_(\w+)(?:<\w+>)?\(", code))
     called |= {CALLERS[name] for name in called if name in CALLERS}
     return {name for name in FUNCTIONS if name in called}
 
