@@ -60,6 +60,11 @@ def _chain(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+def _trig_chain(x: torch.Tensor) -> torch.Tensor:
+    """Issue 26's chain: three transcendental functions of one value."""
+    return (torch.sin(x) * 2 + torch.cos(x)).relu() * torch.sigmoid(x) - 1
+
+
 def _meanstd(x: torch.Tensor) -> torch.Tensor:
     return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True)
 
@@ -91,6 +96,8 @@ def workloads(device: str) -> list[Workload]:
         Workload(f"sincos 2^{int(math.log2(n))}", "kernel",
                  lambda d: (lambda x: torch.sin(x) + torch.cos(x), (vec(d),), False), 8 * n),
         Workload(f"pointwise chain 2^{int(math.log2(n))}", "kernel", lambda d: (_chain, (vec(d),), False), 8 * n),
+        Workload(f"sin/cos/sigmoid chain 2^{int(math.log2(n))}", "kernel", lambda d: (_trig_chain, (vec(d),), False),
+                 8 * n),
         Workload(f"softmax {rows}x{cols}", "kernel",
                  lambda d: (lambda x: torch.softmax(x, -1), (mat(d),), False), 8 * rows * cols),
         Workload(f"layernorm {rows}x{cols}", "kernel", ln_module, 8 * rows * cols),

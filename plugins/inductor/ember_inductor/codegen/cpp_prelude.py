@@ -106,7 +106,7 @@ template <typename T, typename U> static inline T e_pick(bool c, T a, T b) {
   return __builtin_bit_cast(T, (U)((__builtin_bit_cast(U, a) & m) | (__builtin_bit_cast(U, b) & ~m)));
 }
 // float exp, inline so that gcc vectorizes it with the loop (1.5x the throughput of libmvec's
-// call on the project's CPU, at most 1 ulp from the rounded exact value against libmvec's 3):
+// call on the project's CPU, at most 1.03 ulp from the exact value against libmvec's 3):
 // x = n ln2 + r with |r| <= ln2 / 2, exp(r) by Cephes' degree-6 polynomial, times 2^n as two
 // factors, so that denormal results (n down to -150) come out right. Below -104 the result is
 // 0, computed from x = 0, so that no lane underflows: an underflowing product costs a microcode
@@ -119,13 +119,14 @@ static inline float e_expf(float x) {
   const float k = e_fma(xc, 1.44269504088896341f, 12582912.0f);  // 1.5 * 2^23 + n
   const float n = k - 12582912.0f;
   const float r = e_fma(n, 2.12194440e-4f, e_fma(n, -0.693359375f, xc));
-  float p = 1.9875691500e-4f;
-  p = e_fma(p, r, 1.3981999507e-3f);
-  p = e_fma(p, r, 8.3334519073e-3f);
-  p = e_fma(p, r, 4.1665795894e-2f);
-  p = e_fma(p, r, 1.6666665459e-1f);
-  p = e_fma(p, r, 5.0000001201e-1f);
-  p = e_fma(p * r, r, r) + 1.0f;
+  // the polynomial by Estrin's scheme: 4 dependent steps instead of Horner's 8 (a chain of four
+  // sigmoids: 7.9 -> 7.3 ms for 2^22 floats), the same accuracy (both at most 1.03 ulp from the
+  // exact value on every float in [-104, 88.75])
+  const float r2 = r * r;
+  const float a = e_fma(1.9875691500e-4f, r, 1.3981999507e-3f);
+  const float b = e_fma(8.3334519073e-3f, r, 4.1665795894e-2f);
+  const float c = e_fma(1.6666665459e-1f, r, 5.0000001201e-1f);
+  const float p = e_fma(e_fma(e_fma(a, r2, b), r2, c), r2, r) + 1.0f;
   const uint32_t kb = __builtin_bit_cast(uint32_t, k), half = kb >> 1;  // n / 2 rounded down, + a constant
   const float s1 = __builtin_bit_cast(float, (half << 23) + (127u << 23));
   const float s2 = __builtin_bit_cast(float, ((kb - half) << 23) + (127u << 23));
