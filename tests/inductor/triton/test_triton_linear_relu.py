@@ -4,7 +4,8 @@
 At batch sizes where the product is a few thousand elements, a kernel of its own for the bias
 and the ReLU costs an allocation and a launch and does almost no work; aten's
 ``_addmm_activation`` puts the ReLU in cuBLASLt's epilogue or applies it in place. Larger
-products keep the plain matrix product and the fused bias-and-ReLU kernel.
+float32 products keep the plain matrix product and the fused bias-and-ReLU kernel; half
+precision ones take the one call at every size (measured: ``graph.ADDMM_RELU_MAX_NUMEL``).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def test_small_linear_relu_is_one_aten_call_and_no_kernel() -> None:
     assert "empty_strided" not in graph.wrapper_source  # the product is the result
 
 
-def test_larger_products_keep_the_fused_bias_and_relu_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_larger_float32_products_keep_the_fused_bias_and_relu_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lowering_graph, "ADDMM_RELU_MAX_NUMEL", 4 * 128 - 1)
     fn = lambda x, w, b: torch.relu(torch.nn.functional.linear(x, w, b))  # noqa: E731
     x, w, b = torch.randn(4, 64), torch.randn(128, 64), torch.randn(128)
@@ -60,6 +61,11 @@ def test_larger_products_keep_the_fused_bias_and_relu_kernel(monkeypatch: pytest
     torch.testing.assert_close(compiled(x, w, b), fn(x, w, b))
     assert compiled.compiled.kernel_count == 1
     assert aten._addmm_activation.default not in _extern_ops(compiled)
+    half = [t.bfloat16() for t in (x, w, b)]
+    compiled = compile_inference(fn, half)
+    torch.testing.assert_close(compiled(*half), fn(*half))
+    assert compiled.compiled.kernel_count == 0  # half precision: one call at any size
+    assert aten._addmm_activation.default in _extern_ops(compiled)
 
 
 def test_a_product_read_by_another_op_keeps_its_bias_add() -> None:
