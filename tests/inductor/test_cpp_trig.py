@@ -1,5 +1,5 @@
-"""Float sin and cos in C++ kernels: computed inline, their accuracy, and the second pass that
-computes a far argument (beyond 2^18) with libm.
+"""Float sin and cos in C++ kernels: the second pass that computes a far argument (beyond 2^18)
+with libm, and special values (their accuracy below 2^18: tests/inductor/test_cpp_accuracy.py).
 
 The prelude's ``e_sin``/``e_cos`` reduce x by pi/2 in float and evaluate two polynomials
 (``cpp_prelude``); a kernel that computes them runs its loops once with the inline form alone

@@ -17,7 +17,9 @@ division): a vector division costs many times a multiplication, and eager's soft
 too. A value rounded to half or bfloat16 and then stored in a tensor of that dtype is rounded
 once (the store's conversion of the rounded value costs as much again, and gives the same bits).
 A loop of plain sums over a static row (a layer norm's mean and variance) keeps ``LANES`` partial
-sums, added pairwise after the loop, so that its adds do not wait on each other.
+sums, added pairwise after the loop, so that its adds do not wait on each other. A kernel that
+computes a float sin or cos runs its loops twice where an argument is beyond the prelude's inline
+range (``e_trig_far``): ``generate``.
 """
 from __future__ import annotations
 
