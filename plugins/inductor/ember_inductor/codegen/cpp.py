@@ -39,6 +39,7 @@ from ..virtualized import set_handler
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (elements: 64 KiB of floats) kept on the stack for cross-stage reuse
+PREFETCH_MAX_ROW = 1 << 14  # longest row (elements) a row kernel prefetches the next one of (_prefetch_next_row)
 #: Longest expansion of a temporary kept to match values across a reduction's stages; past it the
 #: value is keyed by its own expression (over temporaries, whose names are unique in a kernel).
 #: Without the cap a chain that reads each value twice grows its text exponentially: a 4x4 max
@@ -216,6 +217,7 @@ class CppKernel:
         self.narrowed: dict[str, tuple[torch.dtype, str]] = {}  # a value rounded to half/bfloat16 -> (dtype, its float)
         self.bound_checks: list[tuple[str, str, str, int]] = []  # (largest, smallest bad value, size, code)
         self.trig = False  # computes a float sin or cos inline (the prelude's e_sin): runs twice where far
+        self.row_loads: set[tuple[str, Any]] = set()  # (buffer, index) of the loads in a row's loops
 
     # -- helpers -----------------------------------------------------------------------------
     def new_var(self, prefix: str = "t") -> str:
@@ -282,7 +284,10 @@ class CppKernel:
 
     # -- the ops handler ---------------------------------------------------------------------
     def load(self, name: str, index: Any) -> str:
-        idx = self.index(index)
+        expr = indexing.simplify_index(index, self.ranges, strict=True)
+        idx = cexpr(expr)
+        if self.stage_scope is not None:
+            self.row_loads.add((name, expr))
         local = self.find_local((name, idx))
         if local is not None:
             return local
@@ -584,6 +589,8 @@ class CppKernel:
                         self._run_nodes(placements)
                     else:
                         self.scope.lines += self._inner_stage(placements, parallel_r)
+                if not parallel_r and O != 1:
+                    self.scope.lines[:0] = self._prefetch_next_row()
                 work = O * (R if R.free_symbols else max(R, 1))
                 parallel = (bool(O.free_symbols) or O >= 2) and not parallel_r and at_least(work, PARALLEL_MIN)
                 loops = self._outer_loops(self.scope.lines, parallel, simd_inner=False)
@@ -608,6 +615,33 @@ class CppKernel:
                           f"  if ({self.name}_pass<true>({call})) {self.name}_pass<false>({call});", *tail, "}",
                           f"{body} {{", "  int em_far = 0;"] + [f"  {l}" for l in decl + loops + report] +
                          ["  return em_far;", "}"])
+
+    def _prefetch_next_row(self) -> list[str]:
+        """Prefetches, one per 64-byte line, of the next row of each buffer a row kernel reads
+        row by row (its index is ``r + g(x)``, ``x`` the last outer variable).
+
+        A row's loops read it from memory once, then from L1; while a thread computes, no load
+        of its asks for the next row, so the hardware prefetcher waits with it. Prefetched at
+        the start of each row, the next row arrives while this one is computed: 1024x1024 float
+        rows on 2 threads of this Xeon, a C loop over 8 inputs in turn (so that each comes from
+        memory), softmax 0.325 -> 0.293 ms, layer norm 0.195 -> 0.183; with the input already in
+        the cache (one tensor timed over and over) they are level. A prefetch past the last row
+        is harmless (it never faults); rows longer than ``PREFETCH_MAX_ROW`` are not."""
+        if not self.xv or len(self.rv) != 1:
+            return []
+        x, r = self.xv[-1], self.rv[0]
+        line = sympy.Symbol("pf", integer=True)
+        size = sympy.Min(indexing.numel(self.plan.r), PREFETCH_MAX_ROW)
+        lines = []
+        for name, expr in sorted(self.row_loads, key=lambda load: (load[0], str(load[1]))):
+            rest = sympy.expand(expr - r)
+            if rest.has(r) or not rest.has(x):  # not contiguous along the row, or the same every row
+                continue
+            step = 64 // self.buffers[name].get_dtype().itemsize
+            nxt = cexpr(expr.subs({r: line, x: x + 1}))
+            lines.append(f"for (int64_t {line} = 0; {line} < {cexpr(size)}; {line} += {step}) "
+                         f"__builtin_prefetch({self.param(name)} + {nxt});")
+        return lines
 
     def _param_decl(self, name: str) -> str:
         t = ctype(self.buffers[name].get_dtype())
