@@ -632,10 +632,13 @@ class CppKernel:
         x, r = self.xv[-1], self.rv[0]
         line = sympy.Symbol("pf", integer=True)
         size = sympy.Min(indexing.numel(self.plan.r), PREFETCH_MAX_ROW)
+        known = {str(v) for v in self.xv} | self.size_symbols  # not an index loaded in the row
         lines = []
         for name, expr in sorted(self.row_loads, key=lambda load: (load[0], str(load[1]))):
             rest = sympy.expand(expr - r)
             if rest.has(r) or not rest.has(x):  # not contiguous along the row, or the same every row
+                continue
+            if not {str(s) for s in rest.free_symbols} <= known:
                 continue
             step = 64 // self.buffers[name].get_dtype().itemsize
             nxt = cexpr(expr.subs({r: line, x: x + 1}))
