@@ -274,7 +274,10 @@ class CppKernel:
         return self.params[name]
 
     def index(self, expr: Any) -> str:
-        return cexpr(indexing.simplify_index(expr, self.ranges, strict=True))
+        return cexpr(self._simplified(expr))
+
+    def _simplified(self, expr: Any) -> Any:
+        return indexing.simplify_index(expr, self.ranges, strict=True)
 
     def find_local(self, key: tuple) -> str | None:
         for d in reversed(self.locals):
@@ -284,7 +287,7 @@ class CppKernel:
 
     # -- the ops handler ---------------------------------------------------------------------
     def load(self, name: str, index: Any) -> str:
-        expr = indexing.simplify_index(index, self.ranges, strict=True)
+        expr = self._simplified(index)
         idx = cexpr(expr)
         if self.stage_scope is not None:
             self.row_loads.add((name, expr))
@@ -633,18 +636,17 @@ class CppKernel:
         line = sympy.Symbol("pf", integer=True)
         size = sympy.Min(indexing.numel(self.plan.r), PREFETCH_MAX_ROW)
         known = {str(v) for v in self.xv} | self.size_symbols  # not an index loaded in the row
-        lines = []
+        lines: dict[str, str] = {}  # buffer -> its prefetch loop (one, however many loads of it)
         for name, expr in sorted(self.row_loads, key=lambda load: (load[0], str(load[1]))):
             rest = sympy.expand(expr - r)
-            if rest.has(r) or not rest.has(x):  # not contiguous along the row, or the same every row
-                continue
-            if not {str(s) for s in rest.free_symbols} <= known:
+            # contiguous along the row, another row for another x, and computable before the row
+            if name in lines or rest.has(r) or not rest.has(x) or not {str(s) for s in rest.free_symbols} <= known:
                 continue
             step = 64 // self.buffers[name].get_dtype().itemsize
             nxt = cexpr(expr.subs({r: line, x: x + 1}))
-            lines.append(f"for (int64_t {line} = 0; {line} < {cexpr(size)}; {line} += {step}) "
-                         f"__builtin_prefetch({self.param(name)} + {nxt});")
-        return lines
+            lines[name] = (f"for (int64_t {line} = 0; {line} < {cexpr(size)}; {line} += {step}) "
+                           f"__builtin_prefetch({self.param(name)} + {nxt});")
+        return list(lines.values())
 
     def _param_decl(self, name: str) -> str:
         t = ctype(self.buffers[name].get_dtype())
