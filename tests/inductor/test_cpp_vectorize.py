@@ -71,6 +71,11 @@ OPS: dict[str, tuple[Callable, torch.dtype]] = {
     "logical": (lambda x, y: torch.logical_and(x > 0, y > 0) ^ torch.logical_or(x > 1, ~(y > 1)), F),
     "logical_xor": (lambda x, y: torch.logical_xor(x > 0, y > 0), F),
     "isnan_isinf": (lambda x, y: x.isnan() | (x * 1e38).isinf(), F),
+    # a where between a value and a libm function's (softplus ran scalar: cpp_prelude's e_where)
+    "softplus": (lambda x, y: torch.nn.functional.softplus(x), F), "mish": (lambda x, y: torch.nn.functional.mish(x), F),
+    "elu": (lambda x, y: torch.nn.functional.elu(x), F), "selu": (lambda x, y: torch.nn.functional.selu(x), F),
+    "logsigmoid": (lambda x, y: torch.nn.functional.logsigmoid(x), F),
+    "where_libm_f64": (lambda x, y: torch.where(x > 1, x, torch.log1p(x.abs())), D),
 }
 _AVX2 = ["-mno-avx512f", "-mno-fma"]
 NOT_ON_AVX2: set[str] = set()  # every op kind above vectorizes there too

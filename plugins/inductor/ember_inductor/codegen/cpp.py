@@ -404,7 +404,7 @@ class CppKernel:
         return self.cse(f"e_cast<{ctype(dtype)}>({x})")
 
     def where(self, cond: str, a: str, b: str) -> str:
-        return self.cse(f"({cond} ? {a} : {b})")
+        return self.cse(f"e_where({cond}, {a}, {b})")
 
     def masked(self, mask: str, body: Any, other: Any) -> str:
         outer = self.scope

@@ -105,6 +105,15 @@ template <typename T, typename U> static inline T e_pick(bool c, T a, T b) {
   const U m = -(U)c;
   return __builtin_bit_cast(T, (U)((__builtin_bit_cast(U, a) & m) | (__builtin_bit_cast(U, b) & ~m)));
 }
+// torch.where of floating values, by bits: gcc turns ``c ? x : f(y)`` with a libm function f
+// into a branch around the call, and vectorizes no loop with a branch around a call: softplus
+// (where(x > 20, x, log1p(exp(x)))) of 2^22 floats ran scalar, 72 ms against eager's 6.
+template <typename A, typename B> static inline auto e_where(bool c, A a, B b) {
+  using T = std::common_type_t<A, B>;
+  if constexpr (std::is_same_v<T, float>) return e_pick<float, uint32_t>(c, a, b);
+  else if constexpr (std::is_same_v<T, double>) return e_pick<double, uint64_t>(c, a, b);
+  else return c ? T(a) : T(b);
+}
 // float exp, inline so that gcc vectorizes it with the loop (1.5x the throughput of libmvec's
 // call on the project's CPU, at most 1.03 ulp from the exact value against libmvec's 3):
 // x = n ln2 + r with |r| <= ln2 / 2, exp(r) by Cephes' degree-6 polynomial, times 2^n as two
