@@ -36,6 +36,7 @@ from ..indexing import FloorDiv, ModularIndexing, TrueDiv
 from ..scheduler import FusedGroup, KernelPlan
 from ..symbolic import guard_at_most
 from ..virtualized import set_handler
+from .cpp_streams import EXPENSIVE, interleaved, streams_for
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (elements: 64 KiB of floats) kept on the stack for cross-stage reuse
@@ -45,7 +46,6 @@ PREFETCH_MAX_ROW = 1 << 14  # longest row (elements) a row kernel prefetches the
 #: Without the cap a chain that reads each value twice grows its text exponentially: a 4x4 max
 #: pool's running maximum (compared, then selected, at each of 16 elements) ran out of memory.
 MAX_EXPANSION = 4096
-_EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|tan|pow|exp|sigmoid)(?:<\w+>)?\(")
 _LOOP_PRAGMA = re.compile(r"^\s*#pragma omp (parallel for|simd)\b")
 _TEMP = re.compile(r"\bt\d+\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -244,7 +244,7 @@ class CppKernel:
             if row is not None:
                 self.scope.lines.append(f"{row}[{self._row_index()}] = {var};")
                 self.reuse_saved.add(full)
-            elif self.seen is not None and self.scope is self.stage_scope and _EXPENSIVE.search(expr):
+            elif self.seen is not None and self.scope is self.stage_scope and EXPENSIVE.search(expr):
                 self.seen.setdefault(full, set()).add(self.stage)
         self.scope.cache[expr] = var
         return var
@@ -547,7 +547,7 @@ class CppKernel:
         between iterations (softmax's max loop: 0.304 -> 0.319 ms)."""
         if not (size.is_Integer and int(size) >= 2 * LANES and int(size) % LANES == 0):
             return None
-        if any(_EXPENSIVE.search(line) for line in body):
+        if any(EXPENSIVE.search(line) for line in body):
             return None
         lane = f"{var}_l"
         names = re.compile(r"\b(" + "|".join(re.escape(a) for a, _, _ in self.red_sums) + r")\b")
@@ -672,12 +672,27 @@ class CppKernel:
             elif k == n - 1 and simd_inner:
                 pragma = "#pragma omp simd"
             pragma = self._pragma(pragma)
-            body = ([pragma] if pragma else []) + \
-                [f"for (int64_t {var} = 0; {var} < {cexpr(size)}; {var}++) {{"] + \
-                [f"  {line}" for line in body] + ["}"]
+            streams = streams_for(body) if k == n - 1 and simd_inner else 1
+            if streams > 1:
+                body = self._streams_loops(body, var, size, streams, pragma)
+            else:
+                body = ([pragma] if pragma else []) + \
+                    [f"for (int64_t {var} = 0; {var} < {cexpr(size)}; {var}++) {{"] + \
+                    [f"  {line}" for line in body] + ["}"]
             if k == n - 1:
                 body = invariant + body
         return body
+
+    def _streams_loops(self, body: list[str], var: Any, size: Any, streams: int, pragma: str) -> list[str]:
+        """The inner loop over ``body`` as ``streams`` interleaved copies over as many parts of
+        the range (``cpp_streams``), then the last ``size % streams`` elements as before."""
+        part, n = f"{var}_part", cexpr(size)
+        return ["{", f"  const int64_t {part} = {n} / {streams};", *([f"  {pragma}"] if pragma else []),
+                f"  for (int64_t {var} = 0; {var} < {part}; {var}++) {{",
+                *[f"    {line}" for line in interleaved(body, str(var), streams, part)], "  }",
+                f"  {self._pragma('#pragma omp simd')}",
+                f"  for (int64_t {var} = {streams} * {part}; {var} < {n}; {var}++) {{",
+                *[f"    {line}" for line in body], "  }", "}"]
 
 
 _ASSIGN = re.compile(r"^(?:auto |int64_t |const bool )?(\w+) = (.*);$")
