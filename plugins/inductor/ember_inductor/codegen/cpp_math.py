@@ -30,8 +30,8 @@ FUNCTIONS: dict[str, int] = {
     "pow": 2, "atan2": 2, "hypot": 2, "fmod": 2,
 }
 
-OWN_DISPATCH = {"exp", "pow", "fmod", "sin", "cos", "erf"}  # the prelude's e_exp, e_pow, e_fmod, e_sin,
-# e_cos, e_erf (inline float exp, sin, cos and erf; integers)
+OWN_DISPATCH = {"exp", "pow", "fmod", "sin", "cos"}  # the prelude's e_exp, e_pow, e_fmod, e_sin, e_cos
+# (inline float exp, sin and cos; integers)
 # Functions libmvec has no vector form of: their vector forms call the libm function per lane
 # (exact, as fmod is), so that the loop around them still vectorizes.
 PER_LANE = {"fmod"}

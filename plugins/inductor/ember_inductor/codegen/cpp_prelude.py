@@ -159,28 +159,6 @@ template <typename T> static inline T e_exp(T x) {
   }
 }
 template <typename T> static inline T e_sigmoid(T a) { return T(1) / (T(1) + e_exp(-a)); }
-// float erf, inline so that gcc vectorizes it with the loop (libmvec's AVX-512 erff: GELU of
-// 2^22 floats 2.9 ms, eager's own erf 1.3). Below |x| = 0.921875, x + x q(x^2); above,
-// 1 - exp(r(|x|)) with r(t) ~ log(erfc(t)), and 1 from 3.925 on (erfc below half a float's step
-// under 1 from about 3.9195). Both polynomials fitted here (Lawson's weighted least squares, to
-// the relative error of erf: 0.26 and 0.03 ulp before rounding); on every float below 4 (and so
-// beyond) at most 1.22 ulp from the exact value (libmvec's: 4; tests/inductor/test_cpp_accuracy.py). Both
-// branches are computed and picked by bits; a NaN reaches the result through r and exp.
-static inline float e_erff(float x) {
-  const float t = std::fabs(x), s = x * x;
-  const float q = e_fma(e_fma(e_fma(e_fma(e_fma(-5.990975769e-04f, s, 4.993209150e-03f), s, -2.676664107e-02f), s,
-                                      1.128181741e-01f), s, -3.761249483e-01f), s, 1.283791512e-01f);
-  const float near = e_fma(x, q, x);
-  const float u = t > 3.925f ? 3.925f : t;
-  const float r = e_fma(e_fma(e_fma(e_fma(e_fma(e_fma(1.957218628e-04f, u, -3.041103948e-03f), u, 2.221849188e-02f), u,
-                                              -1.039141044e-01f), u, -6.372022033e-01f), u, -1.127663732e+00f), u,
-                        -1.985436247e-04f);
-  const float far = std::copysign(1.0f - e_expf(r), x);
-  return e_pick<float, uint32_t>(t < 0.921875f, near, e_pick<float, uint32_t>(t >= 3.925f, std::copysign(1.0f, x), far));
-}
-template <typename T> static inline auto e_erf(T a) {
-  if constexpr (std::is_same_v<T, float>) return e_erff(a); else return em_erfd(static_cast<double>(a));
-}
 // float sin and cos, inline so that gcc vectorizes them with the loop and computes the sin and
 // cos of one value together (libmvec: two calls, which clobber every vector register). x is
 // reduced to r = x - n pi/2, |r| <= pi/4, by multiply-adds with pi/2 in three floats (exact
