@@ -22,7 +22,7 @@ EXTRA = [
     aten.nll_loss_forward, aten.nll_loss_backward, aten.silu, aten.silu_backward,
     aten.tanh_backward, aten.sigmoid_backward, aten.threshold_backward, aten.native_group_norm,
     aten.mse_loss, aten.hardtanh, aten.leaky_relu, aten.native_dropout, aten.std_mean, aten.t, aten.rsub, aten.addcmul, aten.addcdiv, aten.lerp, aten.logsumexp,
-    aten.elu, aten.elu_backward, aten.softshrink_backward, aten.hardshrink_backward, aten.linalg_vector_norm,
+    aten.elu, aten.elu_backward, aten.linalg_vector_norm,
 ]
 KEEP = [aten._softmax.default, aten._log_softmax.default, aten.gelu.default, aten.addmm.default,
         aten.embedding.default, aten.embedding_dense_backward.default]

@@ -36,7 +36,7 @@ from ..indexing import FloorDiv, ModularIndexing, TrueDiv
 from ..scheduler import FusedGroup, KernelPlan
 from ..symbolic import guard_at_most
 from ..virtualized import set_handler
-from .cpp_streams import EXPENSIVE, interleaved, streams_for
+from .cpp_streams import EXPENSIVE, TEMP, interleaved, streams_for
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (elements: 64 KiB of floats) kept on the stack for cross-stage reuse
@@ -47,7 +47,6 @@ PREFETCH_MAX_ROW = 1 << 14  # longest row (elements) a row kernel prefetches the
 #: pool's running maximum (compared, then selected, at each of 16 elements) ran out of memory.
 MAX_EXPANSION = 4096
 _LOOP_PRAGMA = re.compile(r"^\s*#pragma omp (parallel for|simd)\b")
-_TEMP = re.compile(r"\bt\d+\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
 CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "uint16_t",
@@ -229,7 +228,7 @@ class CppKernel:
         if hit is not None:
             return hit
         var = self.new_var()
-        full = _TEMP.sub(lambda m: self.expanded.get(m.group(0), m.group(0)), expr)
+        full = TEMP.sub(lambda m: self.expanded.get(m.group(0), m.group(0)), expr)
         if len(full) > MAX_EXPANSION:
             full = expr
         self.expanded[var] = full

@@ -26,7 +26,7 @@ EXPENSIVE = re.compile(r"\be_(expm1|log|log1p|log2|log10|tanh|erf|erfc|sin|cos|t
 _DECLARED = re.compile(r"\b(?:auto|int64_t|const bool)\s+(\w+)\s*=")
 _VALUE = re.compile(r"^auto (t\d+) = (.*);$")
 _STORE = re.compile(r"^out_ptr\d+\[.*\] = .*;$")
-_TEMP = re.compile(r"\bt\d+\b")
+TEMP = re.compile(r"\bt\d+\b")  # a temporary of generated C++
 
 
 def chain_length(body: list[str]) -> int:
@@ -36,7 +36,7 @@ def chain_length(body: list[str]) -> int:
     for line in body:
         m = _VALUE.match(line)
         if m:
-            before = max((depth.get(t, 0) for t in _TEMP.findall(m.group(2))), default=0)
+            before = max((depth.get(t, 0) for t in TEMP.findall(m.group(2))), default=0)
             depth[m.group(1)] = before + (1 if EXPENSIVE.search(m.group(2)) else 0)
     return max(depth.values(), default=0)
 
