@@ -328,11 +328,11 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
                 raise
         pin(obj)
         return ConstVar(hasattr(obj.value, name))
-    from . import user_objects
+    from .objects import ShadowVar
 
-    if isinstance(obj, user_objects.UserObjectVar):  # a property or __getattr__ may raise
+    if isinstance(obj, (UserObjectVar, ShadowVar)):  # a property or __getattr__ may raise
         try:
-            user_objects.load_attr(frame, obj, name)
+            load_attr(frame, obj, name)
             return ConstVar(True)
         except Raised as raised:
             if isinstance(raised.value.value, AttributeError):

@@ -21,12 +21,12 @@ from .dispatch import iterate, truthy
 from .exceptions import evaluate, throw
 from .instances import pin
 from .inline import call_dunder
-from .objects import ObjectVar
+from .objects import ShadowVar
 from .symbolic import SliceVar, SymVar, is_operand, record
 from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
-    NULL, ConstVar, DictVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var, contains_tensor,
+    NULL, ConstVar, DictVar, DictViewVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var, contains_tensor,
 )
 
 if TYPE_CHECKING:
@@ -190,6 +190,10 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
 def contains(frame: "Frame", container: Var, item: Var) -> bool:
     if isinstance(container, DictVar):
         return as_const(frame, item, "a dict key") in container.items
+    if isinstance(container, DictViewVar) and container.kind == "keys":  # the dict's keys now
+        return as_const(frame, item, "a dict key") in {python_value(k) for k in iterate(frame, container)}
+    if isinstance(container, ShadowVar):
+        return objects.contains(frame, container, item)
     if isinstance(container, SetVar):
         return evaluate(operator.contains, container.items, as_const(frame, item, "a set element"))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
@@ -246,11 +250,8 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
         if result is None:
             frame.fail(f"{obj.cls.__name__} object is not subscriptable")
         return result
-    if isinstance(obj, ObjectVar):
-        result = call_dunder(frame, obj, "__getitem__", [index])
-        if result is not None:
-            return result
-        return objects.from_shadow(frame, obj.shadow[as_const(frame, index, "an index")])
+    if isinstance(obj, ShadowVar):
+        return objects.getitem(frame, obj, index)
     if isinstance(obj, ConstVar):
         if isinstance(index, TensorVar) and isinstance(obj.value, dict):  # an optimizer's state[param]
             return optimizers.item_by_tensor(frame, obj, index)
@@ -296,6 +297,9 @@ def setitem(frame: "Frame", obj: Var, index: Var, value: Var) -> None:
     if isinstance(obj, DictVar):
         mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")] = value
         return
+    if isinstance(obj, ShadowVar):
+        objects.setitem(frame, obj, index, value)
+        return
     frame.fail(f"item assignment on a {kind_name(obj)} is not supported")
 
 
@@ -304,6 +308,8 @@ def delitem(frame: "Frame", obj: Var, index: Var) -> None:
         del mutable_list(frame, obj).items[as_const(frame, index, "a list index")]
     elif isinstance(obj, DictVar):
         del mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")]
+    elif isinstance(obj, ShadowVar):
+        objects.delitem(frame, obj, index)
     else:
         frame.fail(f"item deletion on a {kind_name(obj)} is not supported")
 
