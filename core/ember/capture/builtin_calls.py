@@ -10,11 +10,13 @@ import functools
 import inspect
 import itertools
 import operator
+import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from . import environ
 from .dispatch import call, length, load_attr, store_attr
 from .exceptions import Raised, evaluate, run_ahead, throw
 from .instances import InstanceVar, pin
@@ -23,7 +25,7 @@ from .torch_ops import BINARY_OPS
 from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
-    BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
 )
 
 if TYPE_CHECKING:
@@ -178,7 +180,7 @@ def _dict(frame: "Frame", args: list, kwargs: dict, dict_type: type = dict) -> V
     items: dict = {}
     if args:
         src = args[0]
-        if isinstance(src, (DictVar,)) or isinstance(src, ConstVar) and isinstance(src.value, dict):
+        if isinstance(src, (DictVar, EnvironVar)) or isinstance(src, ConstVar) and isinstance(src.value, dict):
             items.update(dict_items(frame, src))
         else:
             for pair in iterate(frame, src):
@@ -311,8 +313,16 @@ def _object_getattribute(frame: "Frame", args: list, kwargs: dict) -> Var:
 @handles(hasattr)
 def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
     obj, name = args[0], as_const(frame, args[1], "hasattr's name")
-    if isinstance(obj, TensorVar):
-        return ConstVar(hasattr(obj.fake, name))
+    if isinstance(obj, TensorVar):  # its class's attributes, else one of the tensor object itself
+        if hasattr(obj.cls, name):
+            return ConstVar(True)
+        from .tensors import instance_attr
+
+        try:
+            instance_attr(frame, obj, name)
+        except Raised:
+            return ConstVar(False)
+        return ConstVar(True)
     if isinstance(obj, ConstVar):
         if isinstance(obj.value, torch.nn.Module) or isinstance(obj, InstanceVar):
             from ..errors import Unsupported
@@ -346,6 +356,9 @@ def _lacks(frame: "Frame", obj: ConstVar, name: str) -> Var:
     if obj.source is not None:
         frame.state.guards.lacks(obj.source, name)
     return ConstVar(False)
+
+
+BUILTIN_HANDLERS[os.getenv] = environ.getenv
 
 
 @handles(inspect.signature)

@@ -30,10 +30,10 @@ import torch
 from ..errors import Unsupported
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_store, handles_truth, iterate
 from .exceptions import throw
-from .inline import call_dunder, inline_call
+from .inline import call_dunder, class_member
 from .side_effects import DELETED
 from .user_objects import UserObjectVar
-from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, ListVar, TensorVar, TupleVar, Var
+from .values import ConstVar, DictVar, DictViewVar, ListVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -271,14 +271,9 @@ def load_attr(frame: "Frame", obj: ShadowVar, name: str) -> Var:
         return from_shadow(frame, own[name], obj.root, _extend(obj.path, "attr", name))
     if name == "__dict__":
         frame.fail(f"reading __dict__ of a {type(value).__name__} built in captured code")
-    if isinstance(static, types.FunctionType):
-        return BoundMethodVar(ConstVar(static), obj)
-    if isinstance(static, property) and static.fget is not None:
-        return inline_call(frame, ConstVar(static.fget), [obj], {})
-    if isinstance(static, staticmethod):
-        return ConstVar(static.__func__)
-    if isinstance(static, classmethod):
-        return BoundMethodVar(ConstVar(static.__func__), ConstVar(type(value)))
+    member = class_member(frame, obj, type(value), name, static)
+    if member is not None:
+        return member
     if isinstance(static, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         return ShadowMethod(obj, static, name)
     _refresh(frame)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import objects, optimizers
+from . import environ, objects, optimizers
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .dispatch import iterate, truthy
 from .exceptions import evaluate, throw
@@ -26,7 +26,7 @@ from .symbolic import SliceVar, SymVar, is_operand, record
 from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
-    NULL, ConstVar, DictVar, DictViewVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var, contains_tensor,
+    NULL, ConstVar, DictVar, DictViewVar, EnvironVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var, contains_tensor,
 )
 
 if TYPE_CHECKING:
@@ -194,6 +194,8 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         return as_const(frame, item, "a dict key") in {python_value(k) for k in iterate(frame, container)}
     if isinstance(container, ShadowVar):
         return objects.contains(frame, container, item)
+    if isinstance(container, EnvironVar):
+        return environ.contains(frame, container, as_const(frame, item, "an environment variable's name"))
     if isinstance(container, SetVar):
         return evaluate(operator.contains, container.items, as_const(frame, item, "a set element"))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
@@ -252,6 +254,8 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
         return result
     if isinstance(obj, ShadowVar):
         return objects.getitem(frame, obj, index)
+    if isinstance(obj, EnvironVar):
+        return environ.getitem(frame, obj, as_const(frame, index, "an environment variable's name"))
     if isinstance(obj, ConstVar):
         if isinstance(index, TensorVar) and isinstance(obj.value, dict):  # an optimizer's state[param]
             return optimizers.item_by_tensor(frame, obj, index)
@@ -345,6 +349,8 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
     if isinstance(var, ConstVar) and isinstance(var.value, dict):
         pin(var)
         return [(k, lift(v)) for k, v in var.value.items()]
+    if isinstance(var, EnvironVar):
+        return environ.pairs(frame, var)
     frame.fail(f"expected a mapping, got a {kind_name(var)}")
     raise AssertionError
 

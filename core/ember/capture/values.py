@@ -6,6 +6,7 @@
 - :class:`TupleVar`, :class:`ListVar`, :class:`DictVar`: containers that may hold tensors.
 - :class:`SetVar`: a set made inside the captured code (its elements are Python values).
 - :class:`DictViewVar`: ``d.keys()``, ``d.values()``, ``d.items()``: live, read from ``d`` at each use.
+- :class:`EnvironVar`: ``os.environ``, whose reads are guarded one by one (``environ.py``).
 - :class:`FunctionVar`: a function created inside the captured code (``MAKE_FUNCTION``).
 - :class:`BoundMethodVar`: ``obj.method`` where the method is Python code to inline.
 - :class:`IteratorVar`: the state of a ``for`` loop over a materialised sequence (for a
@@ -110,6 +111,18 @@ class DictViewVar(Var):
 
     def python_type(self) -> type:
         return type(getattr({}, self.kind)())
+
+
+class EnvironVar(Var):
+    """``os.environ``, read through ``source``."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+
+    def python_type(self) -> type:
+        import os
+
+        return type(os.environ)
 
 
 @dataclasses.dataclass(eq=False)
