@@ -1,7 +1,9 @@
 """Python builtins over symbolic values (``len``, ``isinstance``, ``range``, ``zip``, ...).
 
-Each handler takes ``(frame, args, kwargs)`` and returns a Var. Builtins not listed here are
-evaluated for real when every argument is a constant (see ``torch_ops.PURE_BUILTINS``).
+Each handler takes ``(frame, args, kwargs)`` and returns a Var; it is called with arguments that
+fit the builtin's parameters (``builtin_arity``: what does not fit raises Python's TypeError
+first). Builtins not listed here are evaluated for real when every argument is a constant (see
+``torch_ops.PURE_BUILTINS``).
 """
 from __future__ import annotations
 
@@ -68,7 +70,8 @@ def _isinstance(frame: "Frame", args: list, kwargs: dict) -> Var:
     obj, classes = args
     cls = as_const(frame, classes, "isinstance's class argument")
     if isinstance(obj, ConstVar):
-        return ConstVar(isinstance(obj.value, cls))
+        return ConstVar(evaluate(isinstance, obj.value, cls))
+    evaluate(isinstance, None, cls)  # a class argument that is not a class raises isinstance's TypeError
     return ConstVar(issubclass(_python_type(obj), cls))
 
 

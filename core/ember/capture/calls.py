@@ -15,6 +15,7 @@ from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
 from . import autograd_functions, contexts, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
+from .builtin_arity import check_arguments
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
 from .dispatch import call, handles_call, handles_truth, load_attr
@@ -78,6 +79,7 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return contexts.make_context(frame, value, args, kwargs)
     handler = _builtin_handler(value)
     if handler is not None:
+        check_arguments(value, args, kwargs)  # what does not fit raises as in Python
         return handler(frame, args, kwargs)
     if locks.is_lock_method(value):
         return locks.lock_call(value)

@@ -188,12 +188,19 @@ class GraphBuilder:
             node.meta["mutates"] = True
         if not _has_tensor(result):  # e.g. operator.setitem: kept for its effect
             return ConstVar(result)
-        return self.wrap_result(node, result)
+        # an in-place op, an out= variant or an op that returns its argument (``x.contiguous()`` of a
+        # contiguous x) gives back that very tensor: the same Var, so ``x.add_(1) is x`` as in eager
+        return self.wrap_result(node, result, {id(v.fake): v for v in _tensor_vars(args, kwargs)})
 
-    def wrap_result(self, node: torch.fx.Node, result: Any) -> Var:
+    def wrap_result(self, node: torch.fx.Node, result: Any, same: dict[int, TensorVar] | None = None) -> Var:
+        """The Var of ``node``'s value ``result``; a tensor of ``same`` (the call's arguments, by the
+        id of their fakes) is that argument's Var."""
         node.meta["example_value"] = result
         if isinstance(result, torch.Tensor):
             node.meta["val"] = result
+            known = (same or {}).get(id(result))
+            if known is not None and known.fake is result:
+                return known
             return self._track(TensorVar(node, result))
         if isinstance(result, (tuple, list)):
             items: list[Var] = []
@@ -201,7 +208,7 @@ class GraphBuilder:
                 if _has_tensor(item):
                     child = self.graph.call_function(operator.getitem, (node, i))
                     child.stack_trace = node.stack_trace
-                    items.append(self.wrap_result(child, item))
+                    items.append(self.wrap_result(child, item, same))
                 elif has_symbolic(item):
                     items.append(wrap_value(self.graph, self.graph.call_function(operator.getitem, (node, i)), item))
                 else:

@@ -36,12 +36,10 @@ _UNARY = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
 
 
 def _fold(frame: "Frame", fn: Any, *vars: Var) -> Var:
+    """``fn`` over constants, computed now; what it raises (``1 + "a"``, ``{}[k]``) is raised in the
+    captured code, where the user's ``except`` may catch it, as in Python."""
     values = [python_value(v, specialize=False) for v in vars]  # a try: sizes stay symbolic
-    try:
-        return lift(fn(*values))
-    except Exception as exc:
-        frame.fail(f"{getattr(fn, '__name__', fn)} raised {type(exc).__name__}: {exc}")
-        raise
+    return lift(evaluate(fn, *values))
 
 
 def _sequence_items(var: Var) -> list[Var] | None:
