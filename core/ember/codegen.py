@@ -6,6 +6,8 @@ also gather the graph inputs), and one runner call around the backend's callable
 """
 from __future__ import annotations
 
+import builtins
+import dis
 import inspect
 import types
 from typing import Any, Callable
@@ -17,7 +19,26 @@ def _exec(src: str, name: str, namespace: dict[str, Any]) -> Callable:
     exec(compile(src, f"<ember {name}>", "exec"), namespace)
     fn = namespace[name]
     fn.__ember_source__ = src
+    check_names(fn)
     return fn
+
+
+def check_names(fn: Callable) -> None:
+    """Generated code must name only what it binds: raise NameError now, while ember can still
+    fall back, for a global that ``fn`` reads and neither its globals nor the builtins hold
+    (rather than when the user's program runs it)."""
+    unbound = sorted(name for name in _global_reads(fn.__code__)
+                     if name not in fn.__globals__ and not hasattr(builtins, name))
+    if unbound:
+        raise NameError(f"generated code {fn.__code__.co_name} names what it does not bind: {', '.join(unbound)}")
+
+
+def _global_reads(code: types.CodeType) -> set[str]:
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_reads(const)
+    return names
 
 
 def _positional_names(fn: Callable) -> list[str] | None:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import native_guards
+from .codegen import check_names
 from .capture.sources import Constants, Source, literal
 from .guard_writer import EQUALS, IS, IS_WEAK, KEYS, LEN, TYPE, GuardWriter
 
@@ -226,6 +227,7 @@ class GuardSet:
         namespace: dict[str, Any] = dict(self.consts.values)
         exec(compile(src, f"<ember {name}>", "exec"), namespace)
         guard_fn = namespace[name]
+        check_names(guard_fn)
         guard_fn.__ember_source__ = src
         checks = list(self.checks)
         consts = self.consts

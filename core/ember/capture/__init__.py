@@ -48,6 +48,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from ..codegen import check_names
 from ..errors import GeneratedCodeFailed, Unsupported
 from . import contexts, global_state
 # the modules that register their values' behaviour in the dispatch tables and
@@ -194,8 +195,12 @@ def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resume
                 used.append((source, node, tensor))
             else:
                 graph.graph.erase_node(node)
+        root = torch.nn.Module()
+        for name, value in graph.constants.items():  # what the graph reads with get_attr
+            setattr(root, name, value)
         try:  # fx writes and compiles the graph's Python code here
-            gm = torch.fx.GraphModule(torch.nn.Module(), graph.graph, class_name="EmberGraph")
+            gm = torch.fx.GraphModule(root, graph.graph, class_name="EmberGraph")
+            check_names(gm.forward)
         except Exception as exc:
             raise GeneratedCodeFailed("graph code", exc, state.guards) from exc
     return Capture(
