@@ -207,6 +207,12 @@ class GuardSet:
         # to every guard check
         self._global_flag(torch._C._get_deterministic_algorithms, "deterministic algorithms")
 
+    def dispatch_mode(self) -> None:
+        """A TorchDispatchMode that capture does not run under is active (capture/dispatch_modes.py)."""
+        from .capture.dispatch_modes import blocking_mode_active
+
+        self._global_flag(blocking_mode_active, "a TorchDispatchMode")
+
     def autocast(self) -> None:
         """Autocast changes the dtypes ops produce: guard whether it is on, and how."""
         if not torch._C._is_any_autocast_enabled():
