@@ -216,3 +216,16 @@ def test_clip_contrastive_loss_matches_eager():
     assert got.text_embeds.shape == want.text_embeds.shape == (3, 24)
     torch.testing.assert_close(got.loss, want.loss)
     torch.testing.assert_close(got.logits_per_image, want.logits_per_image)
+
+
+def test_a_mutable_builtin_made_inside_is_new_at_each_call():
+    def fn(x):
+        buffer = bytearray(2)
+        buffer[0] = 1
+        return buffer, x + 1
+
+    compiled = ember.compile(fn, backend="eager")
+    first = compiled(torch.ones(1))[0]
+    first[1] = 9  # the caller's object: the next call must not hand it out again
+    second = compiled(torch.ones(1))[0]
+    assert first is not second and second == bytearray(b"\x01\x00")

@@ -135,7 +135,11 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
             py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
         except NotConstant:
             frame.fail(f"{_name(value)} called with tensors or captured containers")
-        return lift(evaluate(value, *py_args, **py_kwargs))
+        result = evaluate(value, *py_args, **py_kwargs)
+        if isinstance(value, type) and value.__module__ == "builtins" and not isinstance(result, _IMMUTABLE):
+            # a new mutable object at each call in Python (bytearray(2), object()): not one shared constant
+            frame.fail(f"{_name(value)}() makes a new mutable object at each call")
+        return lift(result)
     if user_objects.can_construct(value):
         return user_objects.construct(frame, value, args, kwargs)
     user_call = inspect.getattr_static(type(value), "__call__", None)
@@ -144,6 +148,10 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     frame.fail(f"call to {_name(value)} is not supported (not a torch op, not Python code to inline)")
     raise AssertionError
 
+
+#: what a builtin type may make at capture and hand out as a constant: values, not objects
+_IMMUTABLE = (bool, int, float, complex, str, bytes, tuple, frozenset, range, slice, type(None), type,
+              BaseException)
 
 _STATE_QUERIES = ("is_", "get_", "_is_", "_get_", "_are_")
 #: what a question about torch's state answers with, guarded by value

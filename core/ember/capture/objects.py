@@ -164,14 +164,17 @@ def _contents(value: Any) -> tuple:
     return tuple((k, id(v)) for k, v in value.items())
 
 
+_FILLING = object()  # what a stand-in holds while it is being filled
+
+
 def _fill(frame: "Frame", entry: list) -> None:
     var, stand_in, filled = entry
+    if filled is _FILLING:  # being filled further up (a container that holds itself)
+        return
     if filled is not None and _contents(stand_in) != filled:
         frame.fail(f"real code of an object built in captured code changed a {type(stand_in).__name__} "
                    "it was handed")
-    if filled == ():  # being filled further up (a container that holds itself)
-        return
-    entry[2] = ()
+    entry[2] = _FILLING
     if isinstance(var, ListVar):
         stand_in[:] = [to_shadow(frame, v) for v in var.items]
     else:
@@ -190,7 +193,7 @@ def _refresh(frame: "Frame") -> None:
 def _check_stand_ins(frame: "Frame") -> None:
     """After real code ran: it must not have changed a container it was handed."""
     for _, stand_in, filled in frame.state.stand_ins.values():
-        if filled and _contents(stand_in) != filled:
+        if filled is not None and filled is not _FILLING and _contents(stand_in) != filled:
             frame.fail(f"real code of an object built in captured code changed a {type(stand_in).__name__} "
                        "it was handed")
 
