@@ -162,8 +162,8 @@ def _asks_global_state(fn: Any, args: list[Var], kwargs: dict[str, Var]) -> bool
     """``torch.get_default_dtype()``, ``torch.get_num_threads()``, ``torch.is_anomaly_enabled()``:
     a torch function asking about global state, with constant arguments."""
     name = getattr(fn, "__name__", "")
-    return name.startswith(_STATE_QUERIES) and not kwargs and all(
-        isinstance(a, ConstVar) and not isinstance(a.value, torch.Tensor) for a in args)
+    return name.startswith(_STATE_QUERIES) and not kwargs and all(  # not a question about an object
+        isinstance(a, ConstVar) and isinstance(a.value, _ANSWERS) for a in args)
 
 
 def _global_state_query(frame: "Frame", fn: Any, args: list[Var]) -> Var:
