@@ -20,7 +20,7 @@ from typing import Any, Callable, NamedTuple
 import torch
 
 from . import config, distributed
-from .capture import capture
+from .capture import capture, dispatch_modes
 from .capture.breaks import ResumeRequest
 from .capture.calls import has_hooks
 from .capture.hooks import has_backward_hooks
@@ -133,7 +133,8 @@ class CompiledFunction:
             if self.entries and log_recompiles.isEnabledFor(logging.INFO):
                 reasons = self.entries[0].reasons(L)
                 log_recompiles.info("recompiling %s: %s", self.name, "; ".join(reasons) or "no guard failed")
-            entry = self._compile(L)
+            with dispatch_modes.suspended():  # a user's mode that ignores compilation sees none of it
+                entry = self._compile(L)
             self.entries.insert(0, entry)
             inputs = entry.guard(L)
             if inputs is None:  # a guard that fails on the call it was made from: an ember bug

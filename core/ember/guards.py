@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import native_guards
+from .codegen import check_names
 from .capture.sources import Constants, Source, literal
 from .guard_writer import EQUALS, IS, IS_WEAK, KEYS, LEN, TYPE, GuardWriter
 
@@ -206,6 +207,12 @@ class GuardSet:
         # to every guard check
         self._global_flag(torch._C._get_deterministic_algorithms, "deterministic algorithms")
 
+    def dispatch_mode(self) -> None:
+        """A TorchDispatchMode that capture does not run under is active (capture/dispatch_modes.py)."""
+        from .capture.dispatch_modes import blocking_mode_active
+
+        self._global_flag(blocking_mode_active, "a TorchDispatchMode")
+
     def autocast(self) -> None:
         """Autocast changes the dtypes ops produce: guard whether it is on, and how."""
         if not torch._C._is_any_autocast_enabled():
@@ -226,6 +233,7 @@ class GuardSet:
         namespace: dict[str, Any] = dict(self.consts.values)
         exec(compile(src, f"<ember {name}>", "exec"), namespace)
         guard_fn = namespace[name]
+        check_names(guard_fn)
         guard_fn.__ember_source__ = src
         checks = list(self.checks)
         consts = self.consts

@@ -48,8 +48,9 @@ from typing import Any
 import torch
 import torch.fx
 
+from ..codegen import check_names
 from ..errors import GeneratedCodeFailed, Unsupported
-from . import contexts, global_state
+from . import contexts, dispatch_modes, global_state
 # the modules that register their values' behaviour in the dispatch tables and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
 from . import (  # noqa: F401
@@ -91,11 +92,23 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool
             policy: Any = None) -> Capture:
     """Interpret ``fn`` called with the arguments bound in ``f_locals``; ``policy`` (an
     ember.shapes.ShapePolicy) says which sizes are symbolic."""
+    with dispatch_modes.suspended():  # modes that ignore compilation: off while it runs
+        return _capture_with_state(fn, f_locals, allow_breaks, policy)
+
+
+def _capture_with_state(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool, policy: Any) -> Capture:
     state = CaptureState(policy=policy)
     state.guards.grad_mode()
     state.guards.inference_mode()
     state.guards.deterministic()
     state.guards.autocast()
+    mode = dispatch_modes.blocking_mode()
+    if mode is not None:  # as torch.compile: this call runs eagerly, under the mode
+        state.guards.dispatch_mode()
+        exc = Unsupported(f"a TorchDispatchMode ({type(mode).__name__}) is active: a call that is not "
+                          "compiled yet runs eagerly under it, as with torch.compile")
+        exc.guards = state.guards
+        raise exc
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     saved_level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # errors on fakes become our Unsupported, not log spam
@@ -194,8 +207,12 @@ def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resume
                 used.append((source, node, tensor))
             else:
                 graph.graph.erase_node(node)
+        root = torch.nn.Module()
+        for name, value in graph.constants.items():  # what the graph reads with get_attr
+            setattr(root, name, value)
         try:  # fx writes and compiles the graph's Python code here
-            gm = torch.fx.GraphModule(torch.nn.Module(), graph.graph, class_name="EmberGraph")
+            gm = torch.fx.GraphModule(root, graph.graph, class_name="EmberGraph")
+            check_names(gm.forward)
         except Exception as exc:
             raise GeneratedCodeFailed("graph code", exc, state.guards) from exc
     return Capture(

@@ -19,9 +19,9 @@ import torch
 from .builder import wrap
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
 from .containers import ContainerMethod
-from .dispatch import handles_attr, handles_store
-from .instances import pin
-from .sources import AttrSource, DictEntrySource
+from .dispatch import handles_attr, handles_store, load_attr
+from .instances import by_type, pin
+from .sources import AttrSource, DictEntrySource, constant_source
 from .torch_ops import module_is_trusted
 from .values import BoundMethodVar, ConstVar, Var
 
@@ -60,12 +60,12 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
             attr = getattr(value, name)
         except AttributeError:
             frame.fail(f"module {value.__name__!r} has no attribute {name!r}")
-        if module_is_trusted(value) or obj.source is None:
-            return ConstVar(attr) if not isinstance(attr, torch.Tensor) else wrap(
-                frame.state, attr, AttrSource(obj.source, name) if obj.source else None)
-        return wrap(frame.state, attr, AttrSource(obj.source, name))
-    if value is os.environ:
-        return ConstVar(getattr(value, name))
+        source = AttrSource(obj.source or constant_source(value), name)
+        if (module_is_trusted(value) or obj.source is None) and not _is_state(attr):
+            return ConstVar(attr) if not isinstance(attr, torch.Tensor) else wrap(frame.state, attr, source)
+        return wrap(frame.state, attr, source)  # a flag or a table of a library may change: guarded
+    if value is os.environ:  # reached as a constant: read through the object itself
+        return load_attr(frame, wrap(frame.state, value, constant_source(value)), name)
     if isinstance(value, torch.nn.Module):
         found = _module_attr(frame, obj, name)
         if found is not None:
@@ -82,14 +82,14 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
         frame.fail(f"reading __dict__ of a {type(value).__name__} with stores not yet replayed")
     if not is_class and isinstance(instance_dict, dict) and name in instance_dict:
         return _wrap_attr(frame, obj, name, instance_dict[name])
-    if isinstance(static, property) and not is_class:
-        from .inline import inline_call
+    if not is_class:
+        from .inline import class_member
 
-        return inline_call(frame, ConstVar(static.fget), [obj], {})
-    if isinstance(static, types.FunctionType):
-        if is_class:
-            return _wrap_attr(frame, obj, name, static)
-        return BoundMethodVar(ConstVar(static), obj)
+        member = class_member(frame, obj, type(value), name, static)
+        if member is not None:
+            return member
+    if isinstance(static, types.FunctionType):  # of a class: the function itself
+        return _wrap_attr(frame, obj, name, static)
     if isinstance(static, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
             and static.__objclass__ in READ_ONLY_OWNERS \
             and name in READ_ONLY_METHODS and not is_class:  # ``d.get(k)`` of a real dict: on the dict
@@ -112,10 +112,22 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
     return _wrap_attr(frame, obj, name, attr)
 
 
+#: values of a module's attributes that are state, not code: read through a guard
+_STATE = (bool, int, float, str, bytes, type(None), list, dict, set)
+
+
+def _is_state(value: Any) -> bool:
+    """A flag (``torch.backends.cudnn.enabled``), a setting or a mutable table (``sys.argv``) of a
+    library module, or ``os.environ``, as opposed to its functions, classes and constants."""
+    return isinstance(value, _STATE) or value is os.environ
+
+
 def _wrap_attr(frame: "Frame", obj: ConstVar, name: str, attr: Any) -> Var:
     if obj.source is None:
         if isinstance(attr, torch.Tensor):
             frame.fail(f"attribute {name!r} is a tensor of an object with no source")
+        if _is_state(attr) and by_type(obj.value):  # a setting of a library's object: read through it
+            return wrap(frame.state, attr, AttrSource(constant_source(obj.value), name))
         return ConstVar(attr)
     plain = not isinstance(obj.value, (torch.nn.Module, type, types.ModuleType))
     return wrap(frame.state, attr, AttrSource(obj.source, name), object_attr=plain)

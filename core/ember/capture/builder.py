@@ -4,6 +4,7 @@ This is the only place where a value enters the capture from outside; it decides
 tensors on metadata (sizes the shape policy makes dynamic excepted), primitives on value
 (ints the policy makes symbolic on type), flat tuples of primitives (a convolution's stride) as
 one constant, other containers on type and length (their items are wrapped one by one),
+``os.environ`` as an EnvironVar (its reads guarded one by one),
 modules and user objects on their class (:mod:`.instances`), anything else (functions, classes,
 modules of Python) on identity.
 """
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 import collections
 import enum
+import os
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .instances import InstanceVar, by_type
 from .sources import ItemSource, Source
-from .values import ConstVar, DictVar, ListVar, TupleVar, Var
+from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .state import CaptureState
@@ -66,6 +68,9 @@ def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: 
         if source is not None:
             guards.equals(source, value)
         return ConstVar(value, source)
+    if value is os.environ and source is not None:  # its reads are guarded one by one (environ.py)
+        guards.identity(source, value)
+        return EnvironVar(source)
     if source is not None and isinstance(value, (list, *_PLAIN_DICTS)):
         seen = state.containers.get(id(value))
         if seen is not None and seen[0] is value:

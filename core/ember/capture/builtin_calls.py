@@ -1,7 +1,9 @@
 """Python builtins over symbolic values (``len``, ``isinstance``, ``range``, ``zip``, ...).
 
-Each handler takes ``(frame, args, kwargs)`` and returns a Var. Builtins not listed here are
-evaluated for real when every argument is a constant (see ``torch_ops.PURE_BUILTINS``).
+Each handler takes ``(frame, args, kwargs)`` and returns a Var; it is called with arguments that
+fit the builtin's parameters (``builtin_arity``: what does not fit raises Python's TypeError
+first). Builtins not listed here are evaluated for real when every argument is a constant (see
+``torch_ops.PURE_BUILTINS``).
 """
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import functools
 import inspect
 import itertools
 import operator
+import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from . import environ
 from .dispatch import call, length, load_attr, store_attr
 from .exceptions import Raised, evaluate, run_ahead, throw
 from .instances import InstanceVar, pin
@@ -23,7 +27,7 @@ from .torch_ops import BINARY_OPS
 from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
-    BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
 )
 
 if TYPE_CHECKING:
@@ -66,7 +70,8 @@ def _isinstance(frame: "Frame", args: list, kwargs: dict) -> Var:
     obj, classes = args
     cls = as_const(frame, classes, "isinstance's class argument")
     if isinstance(obj, ConstVar):
-        return ConstVar(isinstance(obj.value, cls))
+        return ConstVar(evaluate(isinstance, obj.value, cls))
+    evaluate(isinstance, None, cls)  # a class argument that is not a class raises isinstance's TypeError
     return ConstVar(issubclass(_python_type(obj), cls))
 
 
@@ -178,7 +183,7 @@ def _dict(frame: "Frame", args: list, kwargs: dict, dict_type: type = dict) -> V
     items: dict = {}
     if args:
         src = args[0]
-        if isinstance(src, (DictVar,)) or isinstance(src, ConstVar) and isinstance(src.value, dict):
+        if isinstance(src, (DictVar, EnvironVar)) or isinstance(src, ConstVar) and isinstance(src.value, dict):
             items.update(dict_items(frame, src))
         else:
             for pair in iterate(frame, src):
@@ -311,8 +316,16 @@ def _object_getattribute(frame: "Frame", args: list, kwargs: dict) -> Var:
 @handles(hasattr)
 def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
     obj, name = args[0], as_const(frame, args[1], "hasattr's name")
-    if isinstance(obj, TensorVar):
-        return ConstVar(hasattr(obj.fake, name))
+    if isinstance(obj, TensorVar):  # its class's attributes, else one of the tensor object itself
+        if hasattr(obj.cls, name):
+            return ConstVar(True)
+        from .tensors import instance_attr
+
+        try:
+            instance_attr(frame, obj, name)
+        except Raised:
+            return ConstVar(False)
+        return ConstVar(True)
     if isinstance(obj, ConstVar):
         if isinstance(obj.value, torch.nn.Module) or isinstance(obj, InstanceVar):
             from ..errors import Unsupported
@@ -328,11 +341,11 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
                 raise
         pin(obj)
         return ConstVar(hasattr(obj.value, name))
-    from . import user_objects
+    from .objects import ShadowVar
 
-    if isinstance(obj, user_objects.UserObjectVar):  # a property or __getattr__ may raise
+    if isinstance(obj, (UserObjectVar, ShadowVar)):  # a property or __getattr__ may raise
         try:
-            user_objects.load_attr(frame, obj, name)
+            load_attr(frame, obj, name)
             return ConstVar(True)
         except Raised as raised:
             if isinstance(raised.value.value, AttributeError):
@@ -346,6 +359,9 @@ def _lacks(frame: "Frame", obj: ConstVar, name: str) -> Var:
     if obj.source is not None:
         frame.state.guards.lacks(obj.source, name)
     return ConstVar(False)
+
+
+BUILTIN_HANDLERS[os.getenv] = environ.getenv
 
 
 @handles(inspect.signature)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -16,11 +15,13 @@ from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
 from . import autograd_functions, contexts, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
+from .builtin_arity import check_arguments
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
 from .dispatch import call, handles_call, handles_truth, load_attr
 from .distributed import collective_handler
 from .exceptions import evaluate, is_plain_exception_class
+from .functions import class_function
 from .inline import inline_call
 from .instances import InstanceVar, pin
 from .torch_ops import COMPILING_QUERIES, is_graph_callable, is_pure_function
@@ -78,6 +79,7 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return contexts.make_context(frame, value, args, kwargs)
     handler = _builtin_handler(value)
     if handler is not None:
+        check_arguments(value, args, kwargs)  # what does not fit raises as in Python
         return handler(frame, args, kwargs)
     if locks.is_lock_method(value):
         return locks.lock_call(value)
@@ -89,13 +91,12 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     if value in _FROM_NUMPY and args and _is_sourced_array(args[0]):
         return _numpy_input(frame, value, args[0])
     if is_graph_callable(value):
+        if _asks_global_state(value, args, kwargs):
+            return _global_state_query(frame, value, args)
         rewritten = scalar_tensors.rewrite_function(frame, value, args, kwargs)
         if rewritten is not None:
             return rewritten
         return graph.call("call_function", value, tuple(args), kwargs)
-    if isinstance(value, types.MethodType) and value.__self__ is os.environ and value.__name__ in _ENV_READS:
-        # reading the environment (libraries check flags): evaluated now, not guarded
-        return lift(value(*[python_value(a) for a in args]))
     if isinstance(value, types.FunctionType) and is_pure_function(value):
         try:
             py_args = [python_value(a) for a in args]
@@ -134,14 +135,47 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
             py_kwargs = {k: python_value(v) for k, v in kwargs.items()}
         except NotConstant:
             frame.fail(f"{_name(value)} called with tensors or captured containers")
-        return lift(evaluate(value, *py_args, **py_kwargs))
+        result = evaluate(value, *py_args, **py_kwargs)
+        if isinstance(value, type) and value.__module__ == "builtins" and not isinstance(result, _IMMUTABLE):
+            # a new mutable object at each call in Python (bytearray(2), object()): not one shared constant
+            frame.fail(f"{_name(value)}() makes a new mutable object at each call")
+        return lift(result)
     if user_objects.can_construct(value):
         return user_objects.construct(frame, value, args, kwargs)
     user_call = inspect.getattr_static(type(value), "__call__", None)
     if isinstance(user_call, types.FunctionType) and not isinstance(value, type):
-        return inline_call(frame, ConstVar(user_call), [fn, *args], kwargs)
+        return inline_call(frame, class_function(frame.state, type(value), "__call__", user_call), [fn, *args], kwargs)
     frame.fail(f"call to {_name(value)} is not supported (not a torch op, not Python code to inline)")
     raise AssertionError
+
+
+#: what a builtin type may make at capture and hand out as a constant: values, not objects
+_IMMUTABLE = (bool, int, float, complex, str, bytes, tuple, frozenset, range, slice, type(None), type,
+              BaseException)
+
+_STATE_QUERIES = ("is_", "get_", "_is_", "_get_", "_are_")
+#: what a question about torch's state answers with, guarded by value
+_ANSWERS = (bool, int, float, str, type(None), torch.dtype, torch.device)
+
+
+def _asks_global_state(fn: Any, args: list[Var], kwargs: dict[str, Var]) -> bool:
+    """``torch.get_default_dtype()``, ``torch.get_num_threads()``, ``torch.is_anomaly_enabled()``:
+    a torch function asking about global state, with constant arguments."""
+    name = getattr(fn, "__name__", "")
+    return name.startswith(_STATE_QUERIES) and not kwargs and all(  # not a question about an object
+        isinstance(a, ConstVar) and isinstance(a.value, _ANSWERS) for a in args)
+
+
+def _global_state_query(frame: "Frame", fn: Any, args: list[Var]) -> Var:
+    """The answer now, guarded: the state may change between calls (``torch.set_default_dtype``)."""
+    from .sources import call_source
+
+    values = tuple(python_value(a) for a in args)
+    answer = evaluate(fn, *values)
+    if not isinstance(answer, _ANSWERS):
+        return frame.state.graph.call("call_function", fn, tuple(args), {})
+    frame.state.guards.equals(call_source(fn, values), answer)
+    return ConstVar(answer)
 
 
 def _call_cached(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -176,7 +210,6 @@ def _call_real_partial(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: di
     return call(frame, field("func"), [*inner_args, *args], {**inner_kwargs, **kwargs})
 
 
-_ENV_READS = {"get", "__getitem__", "__contains__", "keys", "items"}
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 _UNBOUND = (types.MethodDescriptorType, types.WrapperDescriptorType)  # ``dict.get``, not ``{}.get``
 
@@ -289,7 +322,8 @@ def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict
     if native is not None:  # DDP / FSDP2: the wrapper runs in Python, its module compiled
         frame.fail(native)
     if cls.__call__ is not _MODULE_CALL:
-        return inline_call(frame, ConstVar(cls.__call__), [mod_var, *args], kwargs)
+        own_call = class_function(frame.state, cls, "__call__", inspect.getattr_static(cls, "__call__"))
+        return inline_call(frame, own_call, [mod_var, *args], kwargs)
     forward = inspect.getattr_static(module, "forward")
     if not isinstance(forward, types.FunctionType):
         frame.fail(f"forward of {cls.__name__} is not Python code")
@@ -298,7 +332,9 @@ def call_module(frame: "Frame", mod_var: ConstVar, args: list[Var], kwargs: dict
         if "forward" in module.__dict__:  # an instance attribute replaced forward
             pin(mod_var)
             return call(frame, ConstVar(forward), fwd_args, fwd_kwargs)
-        return inline_call(frame, ConstVar(forward), [mod_var, *fwd_args], fwd_kwargs)
+        # read from the class, guarded: a class patched after compiling recompiles
+        return inline_call(frame, class_function(frame.state, cls, "forward", forward), [mod_var, *fwd_args],
+                           fwd_kwargs)
 
     if has_hooks(module):
         return hooks.call_with_hooks(frame, mod_var, args, kwargs, call_forward)

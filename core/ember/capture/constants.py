@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .instances import pin
 from .symbolic import SliceVar, SymVar
-from .values import BoundMethodVar, ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -54,6 +54,10 @@ def python_value(var: Var, specialize: bool = True) -> Any:
         return {k: python_value(v, specialize) for k, v in var.items.items()}
     if isinstance(var, SetVar):
         return set(var.items)
+    if isinstance(var, DictViewVar) and isinstance(var.mapping, DictVar):  # a view of a copy, read now
+        if var.kind == "keys":  # the keys alone, whatever the values are
+            return dict.fromkeys(var.mapping.items).keys()
+        return getattr(python_value(var.mapping, specialize), var.kind)()
     if isinstance(var, BoundMethodVar):
         return types.MethodType(python_value(var.func, specialize), python_value(var.self_var, specialize))
     raise NotConstant(type(var).__name__)

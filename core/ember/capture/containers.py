@@ -3,7 +3,8 @@ iterators over them: their methods, attributes, iteration and truth.
 
 ``list.append``, ``dict.update``, ``set.add``... change the captured container in place (made
 mutable first, see ``ops.mutable_list``); reads over constants are evaluated for real. A
-namedtuple's fields are its items.
+namedtuple's fields are its items. ``keys()``, ``values()`` and ``items()`` are live views
+(:class:`~.values.DictViewVar`): each use reads the dict as it is then.
 """
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from .constants import NotConstant, as_const, lift, python_value
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
 from .exceptions import evaluate, throw
+from .objects import ShadowVar, mapping_items
 from .ops import mutable_dict, mutable_list, mutable_set
-from .values import ConstVar, DictVar, IteratorVar, ListVar, SetVar, TupleVar, Var
+from .values import ConstVar, DictVar, DictViewVar, IteratorVar, ListVar, SetVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -65,6 +67,37 @@ def _iterate_rest(frame: "Frame", var: IteratorVar) -> list[Var]:
     frame.state.remember(var)
     var.index = len(var.items)
     return list(items)
+
+
+def view_pairs(frame: "Frame", view: DictViewVar) -> list[tuple[Any, Var]]:
+    """The (key, value) pairs of the view's mapping, as they are now."""
+    mapping = view.mapping
+    if isinstance(mapping, DictVar):
+        return list(mapping.items.items())
+    if isinstance(mapping, ShadowVar):
+        return mapping_items(frame, mapping)
+    frame.fail(f"a view of a {type(mapping).__name__}")
+    raise AssertionError
+
+
+@handles_iter(DictViewVar)
+def _iterate_view(frame: "Frame", view: DictViewVar) -> list[Var]:
+    pairs = view_pairs(frame, view)
+    if view.kind == "keys":
+        return [lift(k) for k, _ in pairs]
+    if view.kind == "values":
+        return [v for _, v in pairs]
+    return [TupleVar([lift(k), v]) for k, v in pairs]
+
+
+@handles_len(DictViewVar)
+def _view_len(frame: "Frame", view: DictViewVar) -> Var:
+    return ConstVar(len(view_pairs(frame, view)))
+
+
+@handles_truth(DictViewVar)
+def _view_truth(frame: "Frame", view: DictViewVar) -> bool:
+    return len(view_pairs(frame, view)) > 0
 
 
 @handles_len(TupleVar, ListVar, DictVar, SetVar)
@@ -140,12 +173,10 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwarg
     items = obj.items
     if kwargs and name != "update":
         frame.fail(f"dict.{name} with keyword arguments")
-    if name == "items":
-        return ListVar([TupleVar([ConstVar(k), v]) for k, v in items.items()])
-    if name == "keys":
-        return ListVar([ConstVar(k) for k in items])
-    if name == "values":
-        return ListVar(list(items.values()))
+    if name in ("items", "keys", "values"):
+        if args:
+            throw(TypeError(f"dict.{name}() takes no arguments ({len(args)} given)"))
+        return DictViewVar(obj, name)
     if name == "get":
         key = python_value(args[0])
         return items.get(key, args[1] if len(args) > 1 else ConstVar(None))

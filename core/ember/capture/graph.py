@@ -10,6 +10,8 @@ of dynamic dimensions, which stay nodes (:mod:`.symbolic`). The fake tensors liv
 from __future__ import annotations
 
 import contextlib
+import enum
+import math
 import operator
 import re
 from typing import Any, Callable
@@ -63,6 +65,8 @@ class GraphBuilder:
         self._fake_vars: dict[int, TensorVar] = {}
         #: the frames the interpreter is walking, outermost first (see positions.py)
         self.frames: list[WalkedFrame] = []
+        #: constants the graph reads as attributes of its module (see bind_constants)
+        self.constants: dict[str, Any] = {}
 
     def locate(self, node: torch.fx.Node) -> torch.fx.Node:
         """Give ``node`` the user's stack at the instruction being interpreted."""
@@ -179,8 +183,8 @@ class GraphBuilder:
             if not fakes_in and not _is_query(target) and not _has_sym_arg(args, kwargs):
                 raise Unsupported(f"{_target_name(target)} may change torch's global state")
             return ConstVar(constant_of(result))  # metadata of guarded inputs, e.g. x.size()
-        node_args = tuple(to_arg(a) for a in args)
-        node_kwargs = {k: to_arg(v) for k, v in kwargs.items()}
+        node_args = tuple(self.bind_constants(to_arg(a)) for a in args)
+        node_kwargs = {k: self.bind_constants(to_arg(v)) for k, v in kwargs.items()}
         node = self.locate(self.graph.create_node(kind, target, node_args, node_kwargs))
         if symbolic:
             return wrap_value(self.graph, node, result)
@@ -188,12 +192,39 @@ class GraphBuilder:
             node.meta["mutates"] = True
         if not _has_tensor(result):  # e.g. operator.setitem: kept for its effect
             return ConstVar(result)
-        return self.wrap_result(node, result)
+        # an in-place op, an out= variant or an op that returns its argument (``x.contiguous()`` of a
+        # contiguous x) gives back that very tensor: the same Var, so ``x.add_(1) is x`` as in eager
+        return self.wrap_result(node, result, {id(v.fake): v for v in _tensor_vars(args, kwargs)})
 
-    def wrap_result(self, node: torch.fx.Node, result: Any) -> Var:
+    def bind_constants(self, value: Any) -> Any:
+        """``value`` (a node argument) with every constant that fx would print as something other
+        than a Python expression giving it back (``np.float64(2.5)``, an int subclass, ``nan+nanj``)
+        replaced by a ``get_attr`` node that reads it from the graph module: the graph's code
+        names only what it binds."""
+        if isinstance(value, torch.fx.Node) or _prints_as_itself(value):
+            return value
+        if type(value) in (tuple, list):
+            return type(value)(self.bind_constants(v) for v in value)
+        if type(value) is slice:
+            return slice(*(self.bind_constants(v) for v in (value.start, value.stop, value.step)))
+        if type(value) is dict and all(_prints_as_itself(k) for k in value):
+            return {k: self.bind_constants(v) for k, v in value.items()}
+        if type(value) is torch.Size or (isinstance(value, tuple) and hasattr(type(value), "_fields")) and all(
+                _prints_as_itself(v) for v in value):
+            return value  # fx writes these itself
+        name = f"_ember_constant{len(self.constants)}"
+        self.constants[name] = value
+        return self.graph.get_attr(name)
+
+    def wrap_result(self, node: torch.fx.Node, result: Any, same: dict[int, TensorVar] | None = None) -> Var:
+        """The Var of ``node``'s value ``result``; a tensor of ``same`` (the call's arguments, by the
+        id of their fakes) is that argument's Var."""
         node.meta["example_value"] = result
         if isinstance(result, torch.Tensor):
             node.meta["val"] = result
+            known = (same or {}).get(id(result))
+            if known is not None and known.fake is result:
+                return known
             return self._track(TensorVar(node, result))
         if isinstance(result, (tuple, list)):
             items: list[Var] = []
@@ -201,7 +232,7 @@ class GraphBuilder:
                 if _has_tensor(item):
                     child = self.graph.call_function(operator.getitem, (node, i))
                     child.stack_trace = node.stack_trace
-                    items.append(self.wrap_result(child, item))
+                    items.append(self.wrap_result(child, item, same))
                 elif has_symbolic(item):
                     items.append(wrap_value(self.graph, self.graph.call_function(operator.getitem, (node, i)), item))
                 else:
@@ -335,7 +366,25 @@ def _convert(var: Var, tensor_fn: Callable[[TensorVar], Any], sym_fn: Callable[[
 def _is_graph_constant(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return all(_is_graph_constant(v) for v in value)
-    return isinstance(value, _GRAPH_CONSTANTS)
+    return isinstance(value, _GRAPH_CONSTANTS) or _is_numpy_scalar(value)
+
+
+def _is_numpy_scalar(value: Any) -> bool:
+    """``np.float32(2.5)``, ``np.bool_(True)``: torch takes it as a number (``torch.tensor`` keeps its dtype)."""
+    return type(value).__module__ == "numpy" and type(value).__name__ != "ndarray" and getattr(value, "shape", None) == ()
+
+
+#: constants fx writes as Python that gives them back (floats: ``inf``/``nan`` are fx's own names;
+#: enum members: fx imports their class)
+_LITERALS = (bool, int, float, str, type(None), type(Ellipsis), torch.dtype, torch.device, torch.layout,
+             torch.memory_format)
+
+
+def _prints_as_itself(value: Any) -> bool:
+    kind = type(value)
+    if kind in _LITERALS or isinstance(value, enum.Enum):
+        return True
+    return kind is complex and math.isfinite(value.real) and math.isfinite(value.imag)
 
 
 def to_fake(var: Var) -> Any:

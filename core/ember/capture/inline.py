@@ -1,8 +1,10 @@
 """Inlining: a Python function called from captured code runs in a child frame.
 
-The arguments are bound as Python binds them (defaults, ``*args``, ``**kwargs``); a generator
+The arguments are bound as Python binds them (``*args``, ``**kwargs``, and the defaults the call
+leaves out, read through the function so that they are guarded: ``functions.py``); a generator
 runs to completion where it is called and its caller gets an iterator over what it yielded.
-:func:`call_dunder` inlines a special method (``__len__``, ``__iter__``...) written in Python.
+:func:`call_dunder` inlines a special method (``__len__``, ``__iter__``...) written in Python;
+:func:`class_member` binds a method, static or class method, or property read through an object.
 The child frame is made by the calling frame's own class, so this module needs no import of it.
 """
 from __future__ import annotations
@@ -11,13 +13,13 @@ import inspect
 import types
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from .constants import lift
 from .dispatch import handles_attr, handles_call, handles_truth
 from .exceptions import run_ahead
+from .functions import class_function, default, function_source
+from .sources import AttrSource
 from .state import MAX_INLINE_DEPTH
-from .values import ConstVar, DictVar, FunctionVar, IteratorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -39,18 +41,29 @@ def _signature(code: types.CodeType) -> inspect.Signature:
     return sig
 
 
-def _bind(frame: "Frame", code: types.CodeType, defaults: tuple, kwdefaults: dict,
+class _Default:
+    """A parameter the call left out: its default is read only then (``key``: an index from the end
+    of the defaults, or a keyword-only name)."""
+
+    def __init__(self, key: int | str) -> None:
+        self.key = key
+
+
+def _bind(frame: "Frame", code: types.CodeType, n_defaults: int, kw_defaults: Any, default_of: Any,
           args: list[Var], kwargs: dict[str, Var]) -> dict[str, Var]:
+    """Python's binding of ``args``/``kwargs`` to ``code``'s parameters; the last ``n_defaults``
+    positional parameters and the keyword-only ones in ``kw_defaults`` have defaults, read by
+    ``default_of(key)`` for the parameters the call leaves out."""
     sig = _signature(code)
     params = list(sig.parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    with_defaults = positional[len(positional) - len(defaults):] if defaults else []
+    with_defaults = positional[len(positional) - n_defaults:] if n_defaults else []
     new_params = []
     for p in params:
         if p in with_defaults:
-            p = p.replace(default=defaults[with_defaults.index(p)])
-        elif p.kind == p.KEYWORD_ONLY and p.name in kwdefaults:
-            p = p.replace(default=kwdefaults[p.name])
+            p = p.replace(default=_Default(with_defaults.index(p) - len(with_defaults)))
+        elif p.kind == p.KEYWORD_ONLY and p.name in kw_defaults:
+            p = p.replace(default=_Default(p.name))
         new_params.append(p)
     sig = sig.replace(parameters=new_params)
     try:
@@ -64,7 +77,9 @@ def _bind(frame: "Frame", code: types.CodeType, defaults: tuple, kwdefaults: dic
             name = "." + name[len("implicit"):]  # inspect renames comprehension arguments
         sig_name = name if name in sig.parameters else "implicit" + name[1:]
         kind = sig.parameters[sig_name].kind
-        if kind == inspect.Parameter.VAR_POSITIONAL:
+        if isinstance(value, _Default):
+            value = default_of(value.key)
+        elif kind == inspect.Parameter.VAR_POSITIONAL:
             value = TupleVar(list(value))
         elif kind == inspect.Parameter.VAR_KEYWORD:
             value = DictVar(dict(value))
@@ -80,19 +95,26 @@ def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
         code, globals_dict = fn.code, fn.globals
         defaults, kwdefaults = fn.defaults, fn.kwdefaults
         closure = dict(zip(code.co_freevars, fn.closure))
+
+        def default_of(key: int | str) -> Var:
+            return defaults[key] if isinstance(key, int) else kwdefaults[key]
     else:
         func = fn.value
         code, globals_dict = func.__code__, func.__globals__
-        defaults = tuple(_default(frame, d) for d in (func.__defaults__ or ()))
-        kwdefaults = {k: _default(frame, v) for k, v in (func.__kwdefaults__ or {}).items()}
+        defaults, kwdefaults = func.__defaults__ or (), func.__kwdefaults__ or {}
         closure = dict(zip(code.co_freevars, func.__closure__ or ()))
+        source = function_source(func, fn.source)
+        frame.state.guards.identity(AttrSource(source, "__code__"), code)  # its code may be replaced
+
+        def default_of(key: int | str) -> Var:  # read through the function, so guarded
+            return default(frame, func, source, key)
     is_generator = bool(code.co_flags & inspect.CO_GENERATOR)
     if code.co_flags & _GENERATOR_FLAGS and not is_generator:
         frame.fail(f"{code.co_name} is a coroutine (not supported)")
     state = frame.state
     if state.depth >= MAX_INLINE_DEPTH:
         frame.fail("inlining is too deep (recursion?)")
-    bound = _bind(frame, code, defaults, kwdefaults, args, kwargs)
+    bound = _bind(frame, code, len(defaults), kwdefaults, default_of, args, kwargs)
     child = type(frame)(state, code, globals_dict, bound, closure)
     if not is_generator:
         return _run(child)
@@ -112,19 +134,27 @@ def _run(child: "Frame") -> Var:
         state.depth -= 1
 
 
-def _default(frame: "Frame", value: Any) -> Var:
-    if isinstance(value, torch.Tensor):
-        frame.fail("a tensor used as a default argument value")
-    return lift(value)
-
-
-
-
 def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | None:
     """Inline ``type(obj).<name>`` when it is Python code; None when it is not."""
-    method = inspect.getattr_static(obj.python_type(), name, None)
+    cls = obj.python_type()
+    method = inspect.getattr_static(cls, name, None)
     if isinstance(method, types.FunctionType):
-        return inline_call(frame, ConstVar(method), [obj, *args], {})
+        return inline_call(frame, class_function(frame.state, cls, name, method), [obj, *args], {})
+    return None
+
+
+def class_member(frame: "Frame", obj: Var, cls: type, name: str, static: Any) -> Var | None:
+    """``obj.name`` when ``static`` (found on ``obj``'s class ``cls``) is a Python method, static
+    or class method, or property (its getter inlined); None for anything else. The class is read
+    through a guard (``functions.class_function``)."""
+    if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
+        return inline_call(frame, class_function(frame.state, cls, name, static), [obj], {})
+    if isinstance(static, types.FunctionType):
+        return BoundMethodVar(class_function(frame.state, cls, name, static), obj)
+    if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
+        return class_function(frame.state, cls, name, static)
+    if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
+        return BoundMethodVar(class_function(frame.state, cls, name, static), ConstVar(cls))
     return None
 
 
@@ -141,4 +171,4 @@ def _function_truth(frame: "Frame", var: FunctionVar) -> bool:
     return True
 
 
-__all__ = ["call_dunder", "inline_call"]
+__all__ = ["call_dunder", "class_member", "inline_call"]

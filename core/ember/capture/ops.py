@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import objects, optimizers
+from . import environ, objects, optimizers
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .dispatch import iterate, truthy
 from .exceptions import evaluate, throw
 from .instances import pin
 from .inline import call_dunder
-from .objects import ObjectVar
+from .objects import ShadowVar
 from .symbolic import SliceVar, SymVar, is_operand, record
 from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
-    NULL, ConstVar, DictVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var, contains_tensor,
+    NULL, ConstVar, DictVar, DictViewVar, EnvironVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var, contains_tensor,
 )
 
 if TYPE_CHECKING:
@@ -36,12 +36,10 @@ _UNARY = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
 
 
 def _fold(frame: "Frame", fn: Any, *vars: Var) -> Var:
+    """``fn`` over constants, computed now; what it raises (``1 + "a"``, ``{}[k]``) is raised in the
+    captured code, where the user's ``except`` may catch it, as in Python."""
     values = [python_value(v, specialize=False) for v in vars]  # a try: sizes stay symbolic
-    try:
-        return lift(fn(*values))
-    except Exception as exc:
-        frame.fail(f"{getattr(fn, '__name__', fn)} raised {type(exc).__name__}: {exc}")
-        raise
+    return lift(evaluate(fn, *values))
 
 
 def _sequence_items(var: Var) -> list[Var] | None:
@@ -190,6 +188,12 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
 def contains(frame: "Frame", container: Var, item: Var) -> bool:
     if isinstance(container, DictVar):
         return as_const(frame, item, "a dict key") in container.items
+    if isinstance(container, DictViewVar) and container.kind == "keys":  # the dict's keys now
+        return as_const(frame, item, "a dict key") in {python_value(k) for k in iterate(frame, container)}
+    if isinstance(container, ShadowVar):
+        return objects.contains(frame, container, item)
+    if isinstance(container, EnvironVar):
+        return environ.contains(frame, container, as_const(frame, item, "an environment variable's name"))
     if isinstance(container, SetVar):
         return evaluate(operator.contains, container.items, as_const(frame, item, "a set element"))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
@@ -246,11 +250,10 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
         if result is None:
             frame.fail(f"{obj.cls.__name__} object is not subscriptable")
         return result
-    if isinstance(obj, ObjectVar):
-        result = call_dunder(frame, obj, "__getitem__", [index])
-        if result is not None:
-            return result
-        return objects.from_shadow(frame, obj.shadow[as_const(frame, index, "an index")])
+    if isinstance(obj, ShadowVar):
+        return objects.getitem(frame, obj, index)
+    if isinstance(obj, EnvironVar):
+        return environ.getitem(frame, obj, as_const(frame, index, "an environment variable's name"))
     if isinstance(obj, ConstVar):
         if isinstance(index, TensorVar) and isinstance(obj.value, dict):  # an optimizer's state[param]
             return optimizers.item_by_tensor(frame, obj, index)
@@ -296,6 +299,9 @@ def setitem(frame: "Frame", obj: Var, index: Var, value: Var) -> None:
     if isinstance(obj, DictVar):
         mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")] = value
         return
+    if isinstance(obj, ShadowVar):
+        objects.setitem(frame, obj, index, value)
+        return
     frame.fail(f"item assignment on a {kind_name(obj)} is not supported")
 
 
@@ -304,6 +310,8 @@ def delitem(frame: "Frame", obj: Var, index: Var) -> None:
         del mutable_list(frame, obj).items[as_const(frame, index, "a list index")]
     elif isinstance(obj, DictVar):
         del mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")]
+    elif isinstance(obj, ShadowVar):
+        objects.delitem(frame, obj, index)
     else:
         frame.fail(f"item deletion on a {kind_name(obj)} is not supported")
 
@@ -339,6 +347,8 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
     if isinstance(var, ConstVar) and isinstance(var.value, dict):
         pin(var)
         return [(k, lift(v)) for k, v in var.value.items()]
+    if isinstance(var, EnvironVar):
+        return environ.pairs(frame, var)
     frame.fail(f"expected a mapping, got a {kind_name(var)}")
     raise AssertionError
 

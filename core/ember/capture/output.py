@@ -15,10 +15,10 @@ import torch
 from ..errors import Unsupported
 from .graph import GraphBuilder
 from .sources import Constants
-from .objects import ObjectVar
+from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
-from .values import BoundMethodVar, ConstVar, DictVar, ListVar, SetVar, TensorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
 _LITERALS = (bool, int, str, type(None), bytes)
 
@@ -46,16 +46,22 @@ class OutputBuilder:
             if isinstance(var, TupleVar):
                 for item in var.items:
                     visit(item)
-            elif isinstance(var, ObjectVar):  # a dataclass built by the capture: its arguments
-                for item in [*var.args, *var.kwargs.values()]:
-                    visit(item)
-            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar)):
+            elif isinstance(var, DictViewVar):
+                visit(var.mapping)
+            elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
+                visit(var.root)
+            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar)):
                 counts[id(var)] = counts.get(id(var), 0) + 1
                 if counts[id(var)] > 1:
                     return
-                if not isinstance(var, SetVar):  # a set's items are plain Python values
-                    for item in var.items if isinstance(var, ListVar) else var.items.values():
-                        visit(item)
+                if isinstance(var, ShadowVar):  # a dataclass built by the capture: its arguments, its log
+                    items = visit_parts(var)
+                elif isinstance(var, SetVar):  # a set's items are plain Python values
+                    items = []
+                else:
+                    items = var.items if isinstance(var, ListVar) else list(var.items.values())
+                for item in items:
+                    visit(item)
                 order.append(var)  # after its items: they are bound first
         for root in roots:
             visit(root)
@@ -106,8 +112,10 @@ class OutputBuilder:
         from .tensors import TensorMethod
         from .objects import rebuild_expr
 
-        if isinstance(var, ObjectVar):
+        if isinstance(var, ShadowVar):
             return rebuild_expr(self, var)
+        if isinstance(var, DictViewVar):  # a view of the rebuilt mapping
+            return f"{self.expr(var.mapping)}.{var.kind}()"
         if isinstance(var, UserObjectVar):
             return rebuild_object(self, var)
         if isinstance(var, TensorMethod):

@@ -124,8 +124,9 @@ class ConstantSource(Source):
     def expr(self, consts: Constants) -> str:
         return consts.name(self.value, "k")
 
-    def describe(self) -> str:
-        return f"<{type(self.value).__name__}>"
+    def describe(self) -> str:  # names the object: two guards on two objects stay two guards
+        name = getattr(self.value, "__qualname__", None) or getattr(self.value, "__name__", None) or ""
+        return f"<{type(self.value).__name__} {name} at {self.value_id:#x}>".replace("  ", " ")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +197,27 @@ class NumpyTensorSource(Source):
 
     def describe(self) -> str:
         return f"from_numpy({self.base.describe()})"
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSource(Source):
+    """``fn(*args)`` with constant arguments: a question about global state
+    (``torch.get_default_dtype()``) that the guard asks again."""
+
+    fn: Any = dataclasses.field(compare=False, hash=False)
+    args: tuple = ()
+    fn_id: int = 0
+
+    def expr(self, consts: Constants) -> str:
+        return f"{consts.name(self.fn, 'f')}({', '.join(consts.ref(a, 'a') for a in self.args)})"
+
+    def describe(self) -> str:
+        name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
+        return f"{getattr(self.fn, '__module__', None) or ''}.{name}({', '.join(map(repr, self.args))})".lstrip(".")
+
+
+def call_source(fn: Any, args: tuple) -> CallSource:
+    return CallSource(fn, args, id(fn))
 
 
 @dataclasses.dataclass(frozen=True)

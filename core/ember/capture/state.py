@@ -19,8 +19,11 @@ class CaptureState:
     instructions: int = 0
     max_instructions: int = 2_000_000
     side_effects: SideEffects = dataclasses.field(default_factory=SideEffects)
-    #: id(shadow object) -> its ObjectVar, for objects constructed during capture
+    #: id(real value in an object built over fake tensors) -> the Var it stands for (objects.py)
     shadows: dict[int, Any] = dataclasses.field(default_factory=dict)
+    #: id(ListVar or DictVar) -> [it, the real list or dict standing for it in such objects, what
+    #: that held when last filled] (objects.py)
+    stand_ins: dict[int, list] = dataclasses.field(default_factory=dict)
     #: original contents of containers/iterators changed by the current root instruction
     undo: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
     #: the exception being handled (what a bare ``raise`` re-raises), a ConstVar, or None
@@ -42,6 +45,8 @@ class CaptureState:
             return
         if hasattr(var, "index"):
             self.undo[id(var)] = (var, var.index)
+        elif hasattr(var, "save"):  # an object built over fake tensors: its log of mutations
+            self.undo[id(var)] = (var, var.save())
         else:  # the items of a list, dict or set
             self.undo[id(var)] = (var, var.items.copy())
 
@@ -50,6 +55,8 @@ class CaptureState:
         for var, saved in self.undo.values():
             if hasattr(var, "index"):
                 var.index = saved
+            elif hasattr(var, "restore"):
+                var.restore(saved)
             else:
                 var.items = saved
         self.undo.clear()

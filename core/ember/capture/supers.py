@@ -40,8 +40,8 @@ def _proxy_attr(frame: "Frame", obj: SuperProxy, name: str) -> Var:
 def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
     cls = python_value(cls_var) if not isinstance(cls_var, CellVar) else python_value(cls_var.contents)
     obj_type = self_var.value if isinstance(self_var, ConstVar) and isinstance(self_var.value, type) else None
-    if obj_type is None and isinstance(self_var, objects.ObjectVar):
-        obj_type = type(self_var.shadow)
+    if obj_type is None and isinstance(self_var, objects.ShadowVar):
+        obj_type = type(self_var.value)
     if obj_type is None and isinstance(self_var, user_objects.UserObjectVar):
         obj_type = self_var.cls
     if obj_type is None:
@@ -61,7 +61,7 @@ def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
             if isinstance(attr, staticmethod):
                 return ConstVar(attr.__func__)
             if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
-                if isinstance(self_var, objects.ObjectVar):
+                if isinstance(self_var, objects.ShadowVar):
                     return objects.super_method(frame, self_var, attr)
                 return BoundMethodVar(ConstVar(attr), self_var)
             return lift(attr) if not contains_tensor(lift(attr)) else frame.fail("super attribute tensor")

@@ -3,7 +3,8 @@
 
 Metadata (``shape``, ``dtype``...) is read from the fake tensor (a dynamic size through the
 graph); views (``T``, ``real``...) and method calls become graph nodes; ``p.grad`` of a graph
-input is read as it is at each call. Iteration unbinds the first dimension; the truth of a
+input is read as it is at each call, and so is a Python attribute set on an input tensor (its
+presence or absence guarded). Iteration unbinds the first dimension; the truth of a
 tensor depends on its data, so it breaks the graph.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ import torch
 from . import scalar_tensors
 from .builder import wrap
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_store, handles_truth
+from .exceptions import throw
 from .sources import AttrSource
 from .symbolic import constant_of, has_symbolic
 from .torch_ops import GRAPH_BREAK_CALLS, UNSUPPORTED_TENSOR_ATTRS, UNSUPPORTED_TENSOR_METHODS
@@ -90,9 +92,23 @@ def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
     if name in UNSUPPORTED_TENSOR_METHODS:
         frame.fail(f"Tensor.{name}() needs the tensor's data (graph break)")
     # Tensor.backward and friends become a TensorMethod too: the break happens at the call
-    if not hasattr(torch.Tensor, name):
-        frame.fail(f"Tensor has no attribute {name!r}")
+    if not hasattr(obj.cls, name):
+        return instance_attr(frame, obj, name)
     return TensorMethod(obj, name)
+
+
+def instance_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
+    """A Python attribute of the tensor object itself (``x.tag = 1``, HF's ``param._is_hf_initialized``):
+    read from an input through its source (its absence guarded too); a tensor the graph made has none."""
+    found = input_of(frame, obj)
+    if found is not None:
+        source, tensor = found
+        own = getattr(tensor, "__dict__", {})
+        if name in own:
+            return wrap(frame.state, own[name], AttrSource(source, name))
+        frame.state.guards.lacks(source, name)
+    throw(AttributeError(f"{obj.cls.__name__!r} object has no attribute {name!r}"))
+    raise AssertionError
 
 
 @handles_store(TensorVar)
@@ -126,4 +142,4 @@ def _tensor_truth(frame: "Frame", var: TensorVar) -> bool:
     raise AssertionError
 
 
-__all__ = ["TensorMethod", "input_of"]
+__all__ = ["TensorMethod", "input_of", "instance_attr"]

@@ -120,6 +120,8 @@ def is_pure_function(fn: Any) -> bool:
         return True
     if isinstance(self_obj, types.ModuleType) and self_obj.__name__ in PURE_MODULES:
         return True
+    if isinstance(fn, type) and module == "numpy" and any(b.__name__ == "generic" for b in fn.__mro__):
+        return True  # a numpy scalar type: np.float64(2.5)
     return fn in (inspect.signature, inspect.getfullargspec, inspect.isfunction, inspect.ismethod,
                   inspect.isclass, torch.Size, torch.device, torch.finfo, torch.iinfo, torch.is_grad_enabled,
                   torch.get_default_dtype, torch.is_tensor, torch.is_floating_point,

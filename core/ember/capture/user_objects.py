@@ -23,9 +23,9 @@ import torch
 from .constants import as_const, lift
 from .dispatch import call, handles_attr, handles_iter, handles_len, handles_store, handles_truth, iterate
 from .exceptions import Raised, throw
-from .inline import call_dunder, inline_call
+from .inline import call_dunder, class_member, inline_call
 from .side_effects import DELETED
-from .values import BoundMethodVar, ConstVar, Var
+from .values import ConstVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -89,15 +89,12 @@ def load_attr(frame: "Frame", obj: UserObjectVar, name: str) -> Var:
         frame.fail(f"reading __dict__ of a {obj.cls.__name__} built in captured code")
     static = inspect.getattr_static(obj.cls, name, _MISSING)
     if isinstance(static, property):  # data descriptors win over the instance dict
-        return inline_call(frame, ConstVar(static.fget), [obj], {})
+        return class_member(frame, obj, obj.cls, name, static) or frame.fail(f"property {name!r} with no getter")
     if name in obj.items:
         return obj.items[name]
-    if isinstance(static, types.FunctionType):
-        return BoundMethodVar(ConstVar(static), obj)
-    if isinstance(static, staticmethod):
-        return ConstVar(static.__func__)
-    if isinstance(static, classmethod):
-        return BoundMethodVar(ConstVar(static.__func__), ConstVar(obj.cls))
+    member = class_member(frame, obj, obj.cls, name, static)
+    if member is not None:
+        return member
     if static is not _MISSING:
         if hasattr(type(static), "__get__"):
             frame.fail(f"descriptor {name!r} of {obj.cls.__name__}")

@@ -5,6 +5,8 @@
   functions, classes, dtypes...). Operations on constants are evaluated for real.
 - :class:`TupleVar`, :class:`ListVar`, :class:`DictVar`: containers that may hold tensors.
 - :class:`SetVar`: a set made inside the captured code (its elements are Python values).
+- :class:`DictViewVar`: ``d.keys()``, ``d.values()``, ``d.items()``: live, read from ``d`` at each use.
+- :class:`EnvironVar`: ``os.environ``, whose reads are guarded one by one (``environ.py``).
 - :class:`FunctionVar`: a function created inside the captured code (``MAKE_FUNCTION``).
 - :class:`BoundMethodVar`: ``obj.method`` where the method is Python code to inline.
 - :class:`IteratorVar`: the state of a ``for`` loop over a materialised sequence (for a
@@ -97,6 +99,30 @@ class SetVar(Var):
 
     def python_type(self) -> type:
         return set
+
+
+@dataclasses.dataclass(eq=False)
+class DictViewVar(Var):
+    """``mapping.keys()`` (``kind``, or ``values``/``items``): a view, so every use reads the
+    mapping as it is then (a DictVar, or a dict inside an object built over fake tensors)."""
+
+    mapping: Var
+    kind: str
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+
+class EnvironVar(Var):
+    """``os.environ``, read through ``source``."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+
+    def python_type(self) -> type:
+        import os
+
+        return type(os.environ)
 
 
 @dataclasses.dataclass(eq=False)

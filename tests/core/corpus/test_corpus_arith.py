@@ -61,7 +61,8 @@ add("torch_where_compare", lambda x, y: torch.where(x > y, x, y), [X23_Y23], 1)
 
 # -- unary --------------------------------------------------------------------------------------
 add("unary_neg_abs", lambda x: (-x, abs(x), -(-x)), SHAPES, 2)
-add("unary_pos_tensor", lambda x: +x, SHAPES, 2)
+# +x is x itself (torch.positive returns its input): no graph, the caller gets x back, as in eager
+add("unary_pos_tensor", lambda x: +x, SHAPES, 0)
 add("unary_pos_python", lambda x, a: x * +a, [(t(2), 2), (t(2), -3)], 2)
 # flag True returns the input unchanged: no tensor work, so only one graph
 add("unary_not_on_python", lambda x, flag: x * 2 if not flag else x, [(t(2), False), (t(2), True)], 1)
