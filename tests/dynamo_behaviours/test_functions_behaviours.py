@@ -2395,7 +2395,7 @@ def _cast_single(kind):
 
 for _kind, _val in [(float, 1.5), (float, 3), (float, True), (int, 4), (int, False), (bool, 1.0), (bool, 0)]:
     S.add("test_cast_tensor_single_elem", f"{_kind.__name__}_of_one_element_tensor_{str(_val).lower()}",
-          _cast_single(_kind), [(torch.tensor([_val]),)], dynamic=False, torch_config={"capture_scalar_outputs": True})
+          _cast_single(_kind), [(torch.tensor([_val]),)], dynamic=False, config={"capture_scalar_outputs": True})
     S.add("test_cast_tensor_single_elem", f"{_kind.__name__}_of_two_element_tensor_raises_{str(_val).lower()}",
           _cast_single(_kind), [(torch.tensor([_val, _val]),)], dynamic=False, fullgraph=False)
 
