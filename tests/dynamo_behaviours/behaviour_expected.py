@@ -79,6 +79,38 @@ EXPECTED: dict[str, str] = {
         'test_functions::return_numpy_transpose',
         'test_functions::return_several_numpy_arrays',
     ], "fullgraph: Tensor.numpy() needs the tensor's data (graph break)"),
+    # 13
+    **dict.fromkeys([
+        'test_ctx_manager::contextmanager_finally_reads_updated_global',
+        'test_ctx_manager::contextmanager_global_updates_seen_in_body',
+        'test_ctx_manager::contextmanager_sets_default_dtype',
+        'test_ctx_manager::contextmanager_writes_global_read_in_body',
+        'test_ctx_manager::contextmanager_yields_value_return_inside',
+        'test_ctx_manager::disable_saved_tensors_hooks_decorator',
+        'test_ctx_manager::disable_saved_tensors_hooks_inside_disabled',
+        'test_ctx_manager::generator_manager_requires_grad_enable_grad',
+        'test_ctx_manager::generator_manager_requires_grad_no_grad',
+        'test_ctx_manager::generator_manager_switching_grad',
+        'test_ctx_manager::nested_disable_saved_tensors_hooks',
+        'test_ctx_manager::nested_generator_managers',
+        'test_ctx_manager::sdpa_kernel_context',
+    ], 'fullgraph: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline)'),
+    # 13
+    **dict.fromkeys([
+        'test_ctx_manager::enable_grad_bare_decorator',
+        'test_ctx_manager::enable_grad_bare_wrapper',
+        'test_ctx_manager::enable_grad_called_decorator',
+        'test_ctx_manager::enable_grad_called_wrapper',
+        'test_ctx_manager::no_grad_bare_decorator',
+        'test_ctx_manager::no_grad_bare_wrapper',
+        'test_ctx_manager::no_grad_called_decorator',
+        'test_ctx_manager::no_grad_called_wrapper',
+        'test_ctx_manager::set_grad_enabled_false_decorator',
+        'test_ctx_manager::set_grad_enabled_false_wrapper',
+        'test_ctx_manager::set_grad_enabled_true_decorator',
+        'test_ctx_manager::set_grad_enabled_true_wrapper',
+        'test_functions::no_grad_decorated_inner_function',
+    ], 'fullgraph: calling a GradModeContext is not supported'),
     # 10
     **dict.fromkeys([
         '_test_misc_part2::numpy_arange_dtype_float',
@@ -131,12 +163,35 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: a set element needs a Python value, got a tensor'),
     # 5
     **dict.fromkeys([
+        'test_ctx_manager::class_manager_requires_grad_enable_grad',
+        'test_ctx_manager::class_manager_requires_grad_no_grad',
+        'test_ctx_manager::class_manager_switching_grad',
+        'test_ctx_manager::nested_class_managers',
+        'test_ctx_manager::return_used_class_manager',
+    ], 'fullgraph: call to test_ctx_manager_behaviours.GradSwitch is not supported (not a torch op, not Python code to inline)'),
+    # 5
+    **dict.fromkeys([
         'test_functions::numpy_setitem_ellipsis_0',
         'test_functions::numpy_setitem_ellipsis_1',
         'test_functions::numpy_setitem_ellipsis_2',
         'test_functions::numpy_setitem_ellipsis_3',
         'test_functions::numpy_setitem_ellipsis_4',
     ], 'fullgraph: item assignment on a ndarray value is not supported'),
+    # 5
+    **dict.fromkeys([
+        'test_ctx_manager::grad_context_returned_through_break',
+        'test_functions::inner_def_after_break_no_recompile',
+        'test_functions::inner_lambda_after_break_no_recompile',
+        'test_functions::partial_of_local_lambda_across_break',
+        'test_functions::partials_mixed_kinds_across_break',
+    ], 'graphs: ember 0, torch.compile 1 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
+    # 4
+    **dict.fromkeys([
+        'test_ctx_manager::contextmanager_closing_over_tensor',
+        'test_ctx_manager::contextmanager_from_factory_called_in_helper',
+        'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_0',
+        'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_1',
+    ], "fullgraph: attribute '__module__' of a FunctionVar is not supported"),
     # 4
     **dict.fromkeys([
         'test_functions::deque_edits',
@@ -151,13 +206,6 @@ EXPECTED: dict[str, str] = {
         'test_functions::np_finfo_of_str',
         'test_functions::np_finfo_of_type',
     ], 'graphs: ember 0, torch.compile 1 (break: call to numpy.finfo is not supported (not a torch op, not Python code to inline))'),
-    # 4
-    **dict.fromkeys([
-        'test_functions::inner_def_after_break_no_recompile',
-        'test_functions::inner_lambda_after_break_no_recompile',
-        'test_functions::partial_of_local_lambda_across_break',
-        'test_functions::partials_mixed_kinds_across_break',
-    ], 'graphs: ember 0, torch.compile 1 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 3
     **dict.fromkeys([
         'test_functions::defaultdict_setdefault_existing',
@@ -188,6 +236,12 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part2::ones_like_of_ndarrays_across_break',
         '_test_misc_part2::two_ndarrays_across_a_break',
     ], "graphs: ember 0, torch.compile 2 (break: Tensor.numpy() needs the tensor's data (graph break))"),
+    # 3
+    **dict.fromkeys([
+        'test_ctx_manager::grad_context_made_before_break',
+        'test_ctx_manager::grad_context_on_stack_during_break',
+        'test_functions::partials_live_across_a_break',
+    ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 3
     **dict.fromkeys([
         '_test_misc_part1::branch_on_environment_variable',
@@ -254,6 +308,21 @@ EXPECTED: dict[str, str] = {
         'test_functions::mutates_default_tensor_of_forward',
         'test_functions::mutates_default_tensor_of_global_function',
     ], 'graphs: ember 2, torch.compile 1 (break: a tensor used as a default argument value)'),
+    # 2
+    **dict.fromkeys([
+        'test_ctx_manager::break_inside_contextmanager_setup',
+        'test_ctx_manager::break_inside_contextmanager_with_side_effects',
+    ], 'graphs: ember 3, torch.compile 0 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
+    # 2
+    **dict.fromkeys([
+        'test_ctx_manager::breaking_contextmanager_inside_helper',
+        'test_ctx_manager::contextmanager_not_traced_when_disabled',
+    ], 'graphs: ember 3, torch.compile 2 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
+    # 2
+    **dict.fromkeys([
+        'test_ctx_manager::inlined_no_grad_function_with_break',
+        'test_ctx_manager::nested_grad_modes_with_breaks',
+    ], 'graphs: ember 3, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 2
     **dict.fromkeys([
         '_test_misc_part1::closures_with_int_then_tensor_cells',
@@ -355,6 +424,10 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to collections.defaultdict is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
+        'test_ctx_manager::nullcontext_block_fullgraph',
+    ], 'fullgraph: call to contextlib.nullcontext is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
         'test_functions::fromkeys_of_dict_kinds',
     ], 'fullgraph: call to dict.fromkeys is not supported (not a torch op, not Python code to inline)'),
     # 1
@@ -421,10 +494,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::tuple_of_return_type_structseq',
     ], 'fullgraph: call to torch.return_types.qr is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::no_grad_decorated_inner_function',
-    ], 'fullgraph: calling a GradModeContext is not supported'),
     # 1
     **dict.fromkeys([
         'test_functions::instance_equality_default',
@@ -551,6 +620,10 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 1 (runs eagerly: iteration over a ndarray value is not supported)'),
     # 1
     **dict.fromkeys([
+        'test_ctx_manager::return_class_manager_made_before_break',
+    ], 'graphs: ember 0, torch.compile 2 (break: call to test_ctx_manager_behaviours.GradSwitch is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
         '_test_misc_part2::ndarray_argument_across_a_break',
     ], 'graphs: ember 0, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
@@ -559,16 +632,24 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 2 (runs eagerly: hasattr on a FunctionVar)'),
     # 1
     **dict.fromkeys([
-        'test_functions::partials_live_across_a_break',
-    ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
-    # 1
-    **dict.fromkeys([
         '_test_misc_part2::numpy_take_along_axis',
     ], 'graphs: ember 0, torch.compile 3 (break: call to numpy.take_along_axis is not supported (not a torch op, not Python code to inline))'),
     # 1
     **dict.fromkeys([
+        'test_ctx_manager::generator_manager_breaking_in_enter',
+    ], 'graphs: ember 1, torch.compile 0 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::profiler_object_used_after_block',
+    ], 'graphs: ember 1, torch.compile 0 (break: call to torch.profiler.profiler.profile is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
         'test_functions::zip_strict_unequal_lengths_raises',
     ], 'graphs: ember 1, torch.compile 0 (break: zip(strict=True) over sequences of different lengths)'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::class_manager_breaking_in_enter',
+    ], 'graphs: ember 1, torch.compile 2 (break: call to test_ctx_manager_behaviours.GradSwitchBreaking is not supported (not a torch op, not Python code to inline))'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::repr_of_structseq_breaks',
@@ -581,6 +662,54 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::unpack_and_index_namedtuple_argument',
     ], 'graphs: ember 2, torch.compile 1 (break: hasattr on a TupleVar)'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::break_in_contextmanager_then_inlined_body',
+    ], 'graphs: ember 3, torch.compile 1 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::contextlib_stderr_block',
+    ], 'graphs: ember 3, torch.compile 1 (break: call to contextlib.redirect_stderr is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::contextlib_stdout_block',
+    ], 'graphs: ember 3, torch.compile 1 (break: call to contextlib.redirect_stdout is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::contextlib_suppress_block',
+    ], 'graphs: ember 3, torch.compile 1 (break: call to contextlib.suppress is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::autograd_profiler_contexts_with_break_inside',
+    ], 'graphs: ember 3, torch.compile 2 (break: call to torch.autograd.profiler.profile is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::profiler_contexts_with_break_inside',
+    ], 'graphs: ember 3, torch.compile 2 (break: call to torch.profiler.profiler.profile is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::generator_manager_with_break_inside',
+    ], 'graphs: ember 4, torch.compile 0 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::sdpa_kernel_context_with_break_inside',
+    ], 'graphs: ember 4, torch.compile 3 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::autocast_method_with_break',
+    ], 'graphs: ember 4, torch.compile 3 (break: print() is a side effect outside PyTorch (graph break))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::nested_generator_managers_with_break',
+    ], 'graphs: ember 5, torch.compile 0 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::nested_class_managers_with_break',
+    ], 'graphs: ember 5, torch.compile 6 (break: call to test_ctx_manager_behaviours.GradSwitch is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::nested_autocast_enabled_false_with_breaks',
+    ], 'graphs: ember 8, torch.compile 7 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
         '_test_misc_part1::isinstance_with_bad_keyword_raises',

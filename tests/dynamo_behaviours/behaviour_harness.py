@@ -82,6 +82,7 @@ class Behaviour:
     atol: float | None = None
     rtol: float | None = None
     config: dict[str, Any] | None = None  # the torch test's torch._dynamo.config patch, set on ember.config too
+    around: Any = None  # a context-manager factory each call runs in (ambient grad mode...), or one per call
     post: Callable[..., Any] | None = None  # (result, *args) -> what to compare (attributes set on outputs)
     torch_differs: str | None = None  # where this torch.compile departs from eager (the port checks eager's)
 
@@ -176,7 +177,7 @@ def _split(entry: Any) -> tuple[tuple, dict]:
 
 def _run(b: Behaviour, target: Callable[..., Any]) -> Run:
     run = Run([], [], [], [])
-    for entry in b.args:
+    for i, entry in enumerate(b.args):
         # a callable entry makes fresh objects for each run (kept as made: tensor attributes stay)
         args, kwargs = _split(entry) if callable(entry) else clone(_split(entry))
         if b.setup is not None:
@@ -184,7 +185,9 @@ def _run(b: Behaviour, target: Callable[..., Any]) -> Run:
         before = global_state()
         torch.manual_seed(SEED)
         try:
-            out = target(*args, **kwargs)
+            around = b.around[i] if isinstance(b.around, list) else b.around
+            with around() if around is not None else contextlib.nullcontext():
+                out = target(*args, **kwargs)
             run.results.append(("ok", out if b.post is None else b.post(out, *args, **kwargs)))
         except Exception as exc:  # compared with eager's
             run.results.append(("raised", exc))
