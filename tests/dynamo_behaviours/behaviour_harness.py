@@ -21,6 +21,7 @@ a table entry). ``check(b, compiler="torch")`` runs a case through torch.compile
 """
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import copy
 import dataclasses
@@ -137,6 +138,14 @@ class Suite:
             self.add(torch_test, case, fn, sets, count=True, frames=frames, **kw)
             return fn
         return deco
+
+    def torch_differs(self, reason: str, *names: str) -> None:
+        """Mark cases whose fact eager Python shows but this torch.compile does not (``--torch`` skips them)."""
+        found = {b.name for b in self.cases if b.name in names}
+        assert found == set(names), f"{self.name}: no cases {set(names) - found}"
+        for b in self.cases:
+            if b.name in names:
+                b.torch_differs = reason
 
     def pytest_function(self) -> Callable[[Behaviour], None]:
         """The suite's parametrized test: one case each, strict xfail where the table says so."""
@@ -369,7 +378,8 @@ _LEAVES = (int, float, bool, complex, str, bytes, type(None), torch.Tensor, torc
 
 def plain(value: Any, seen: frozenset[int] = frozenset()) -> Any:
     """What to compare of a value: containers kept, numpy arrays and scalars as a dtype and a tensor
-    (torch.compile returns 0-d arrays for numpy scalars), a namedtuple as a dict of its class name and
+    (torch.compile returns 0-d arrays for numpy scalars), an iterator (a returned generator, zip, map;
+    torch.compile may return another iterator type) as the items left in it, a namedtuple as a dict of its class name and
     fields, a user object (eager's and compiled's are distinct objects) as its class name and
     ``vars()``, a module as its class name and state; anything else as it is."""
     if isinstance(value, (np.ndarray, np.generic)):  # a numpy scalar is compared as a 0-d array
@@ -386,6 +396,8 @@ def plain(value: Any, seen: frozenset[int] = frozenset()) -> Any:
         return type(value)(plain(v, seen) for v in value) if type(value) in (list, tuple) else value
     if type(value) is dict:
         return {k: plain(v, seen) for k, v in value.items()}
+    if isinstance(value, collections.abc.Iterator) and not isinstance(value, torch.Tensor):
+        return {"iterator": [plain(v, seen) for v in value]}  # consumed; any iterator type
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {"dataclass": type(value).__name__,
                 **{f.name: plain(getattr(value, f.name), seen) for f in dataclasses.fields(value)}}
