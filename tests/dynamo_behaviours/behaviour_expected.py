@@ -6,6 +6,132 @@ from __future__ import annotations
 
 
 EXPECTED: dict[str, str] = {
+    # 42
+    **dict.fromkeys([
+        'test_dicts::cmp_dict_items_vs_user_defined_set_eq',
+        'test_dicts::cmp_dict_items_vs_user_defined_set_ge',
+        'test_dicts::cmp_dict_items_vs_user_defined_set_gt',
+        'test_dicts::cmp_dict_items_vs_user_defined_set_le',
+        'test_dicts::cmp_dict_items_vs_user_defined_set_lt',
+        'test_dicts::cmp_dict_items_vs_user_defined_set_ne',
+        'test_dicts::cmp_dict_keys_vs_user_defined_set_eq',
+        'test_dicts::cmp_dict_keys_vs_user_defined_set_ge',
+        'test_dicts::cmp_dict_keys_vs_user_defined_set_gt',
+        'test_dicts::cmp_dict_keys_vs_user_defined_set_le',
+        'test_dicts::cmp_dict_keys_vs_user_defined_set_lt',
+        'test_dicts::cmp_dict_keys_vs_user_defined_set_ne',
+        'test_dicts::cmp_set_vs_user_defined_set_eq',
+        'test_dicts::cmp_set_vs_user_defined_set_ge',
+        'test_dicts::cmp_set_vs_user_defined_set_gt',
+        'test_dicts::cmp_set_vs_user_defined_set_le',
+        'test_dicts::cmp_set_vs_user_defined_set_lt',
+        'test_dicts::cmp_set_vs_user_defined_set_ne',
+        'test_dicts::set_binop_dict_items_vs_user_defined_set_and',
+        'test_dicts::set_binop_dict_items_vs_user_defined_set_iand',
+        'test_dicts::set_binop_dict_items_vs_user_defined_set_ior',
+        'test_dicts::set_binop_dict_items_vs_user_defined_set_isub',
+        'test_dicts::set_binop_dict_items_vs_user_defined_set_ixor',
+        'test_dicts::set_binop_dict_items_vs_user_defined_set_or',
+        'test_dicts::set_binop_dict_items_vs_user_defined_set_sub',
+        'test_dicts::set_binop_dict_items_vs_user_defined_set_xor',
+        'test_dicts::set_binop_dict_keys_vs_user_defined_set_and',
+        'test_dicts::set_binop_dict_keys_vs_user_defined_set_iand',
+        'test_dicts::set_binop_dict_keys_vs_user_defined_set_ior',
+        'test_dicts::set_binop_dict_keys_vs_user_defined_set_isub',
+        'test_dicts::set_binop_dict_keys_vs_user_defined_set_ixor',
+        'test_dicts::set_binop_dict_keys_vs_user_defined_set_or',
+        'test_dicts::set_binop_dict_keys_vs_user_defined_set_sub',
+        'test_dicts::set_binop_dict_keys_vs_user_defined_set_xor',
+        'test_dicts::set_binop_set_vs_user_defined_set_and',
+        'test_dicts::set_binop_set_vs_user_defined_set_iand',
+        'test_dicts::set_binop_set_vs_user_defined_set_ior',
+        'test_dicts::set_binop_set_vs_user_defined_set_isub',
+        'test_dicts::set_binop_set_vs_user_defined_set_ixor',
+        'test_dicts::set_binop_set_vs_user_defined_set_or',
+        'test_dicts::set_binop_set_vs_user_defined_set_sub',
+        'test_dicts::set_binop_set_vs_user_defined_set_xor',
+    ], 'fullgraph: call to test_dicts_behaviours.UserSet is not supported (not a torch op, not Python code to inline)'),
+    # 39
+    **dict.fromkeys([
+        'test_sets::add_ordered_set',
+        'test_sets::binop_and_ordered_set',
+        'test_sets::binop_or_ordered_set',
+        'test_sets::binop_sub_ordered_set',
+        'test_sets::binop_xor_ordered_set',
+        'test_sets::clear_ordered_set',
+        'test_sets::cmp_eq_ordered_set',
+        'test_sets::cmp_less_than_ordered_set',
+        'test_sets::cmp_ne_ordered_set',
+        'test_sets::constructor_iterable_ordered_set',
+        'test_sets::contains_ordered_set',
+        'test_sets::copy_ordered_set',
+        'test_sets::difference_ordered_set',
+        'test_sets::difference_update_ordered_set',
+        'test_sets::discard_ordered_set',
+        'test_sets::equality_ordered_set',
+        'test_sets::intersection_ordered_set',
+        'test_sets::intersection_update_ordered_set',
+        'test_sets::isdisjoint_ordered_set',
+        'test_sets::issubset_ordered_set',
+        'test_sets::issuperset_ordered_set',
+        'test_sets::ordered_set_binop_preserves_type',
+        'test_sets::ordered_set_construct_from_generator',
+        'test_sets::ordered_set_construct_from_map',
+        'test_sets::ordered_set_construct_from_range',
+        'test_sets::ordered_set_copy_preserves_type',
+        'test_sets::ordered_set_difference_maintains_order',
+        'test_sets::ordered_set_intersection_maintains_order',
+        'test_sets::ordered_set_maintains_order',
+        'test_sets::ordered_set_symmetric_difference_maintains_order',
+        'test_sets::ordered_set_union_maintains_order',
+        'test_sets::pop_ordered_set',
+        'test_sets::remove_discard_unhashable_ordered_set',
+        'test_sets::remove_ordered_set',
+        'test_sets::symmetric_difference_ordered_set',
+        'test_sets::symmetric_difference_update_ordered_set',
+        'test_sets::to_frozenset_ordered_set',
+        'test_sets::union_ordered_set',
+        'test_sets::update_ordered_set',
+    ], 'fullgraph: call to torch.utils._ordered_set.OrderedSet is not supported (not a torch op, not Python code to inline)'),
+    # 36
+    **dict.fromkeys([
+        'test_sets::add_set_subclass',
+        'test_sets::binop_and_set_subclass',
+        'test_sets::binop_or_set_subclass',
+        'test_sets::binop_sub_set_subclass',
+        'test_sets::binop_xor_set_subclass',
+        'test_sets::clear_set_subclass',
+        'test_sets::cmp_eq_frozenset',
+        'test_sets::cmp_eq_set',
+        'test_sets::cmp_eq_set_subclass',
+        'test_sets::cmp_less_than_set_subclass',
+        'test_sets::cmp_ne_frozenset',
+        'test_sets::cmp_ne_set',
+        'test_sets::cmp_ne_set_subclass',
+        'test_sets::constructor_iterable_set_subclass',
+        'test_sets::contains_set_subclass',
+        'test_sets::copy_set_subclass',
+        'test_sets::difference_set_subclass',
+        'test_sets::difference_update_set_subclass',
+        'test_sets::discard_set_key_set_subclass',
+        'test_sets::discard_set_subclass',
+        'test_sets::equality_set_subclass',
+        'test_sets::in_frozenset_set_subclass',
+        'test_sets::intersection_set_subclass',
+        'test_sets::intersection_update_set_subclass',
+        'test_sets::isdisjoint_set_subclass',
+        'test_sets::issubset_set_subclass',
+        'test_sets::issuperset_set_subclass',
+        'test_sets::pop_set_subclass',
+        'test_sets::remove_discard_unhashable_set_subclass',
+        'test_sets::remove_set_key_set_subclass',
+        'test_sets::remove_set_subclass',
+        'test_sets::symmetric_difference_set_subclass',
+        'test_sets::symmetric_difference_update_set_subclass',
+        'test_sets::to_frozenset_set_subclass',
+        'test_sets::union_set_subclass',
+        'test_sets::update_set_subclass',
+    ], 'fullgraph: call to test_sets_behaviours.SetSub is not supported (not a torch op, not Python code to inline)'),
     # 28
     **dict.fromkeys([
         '_test_misc_part1::isinstance_of_many_kinds',
@@ -37,6 +163,35 @@ EXPECTED: dict[str, str] = {
         'test_functions::tensor_new_with_shape',
         'test_functions::tensor_new_with_size',
     ], 'graphs: ember 0, torch.compile 1'),
+    # 26
+    **dict.fromkeys([
+        'test_dicts::binop_ior_dict_subclass',
+        'test_dicts::binop_ior_iterable_dict_subclass',
+        'test_dicts::binop_or_dict_subclass',
+        'test_dicts::bool_dict_subclass',
+        'test_dicts::clear_dict_subclass',
+        'test_dicts::cmp_eq_dict_subclass',
+        'test_dicts::cmp_ne_dict_subclass',
+        'test_dicts::copy_dict_subclass',
+        'test_dicts::dict___iter___dict_subclass',
+        'test_dicts::dict_items_cmp_value_eq_raises_dict_subclass',
+        'test_dicts::dict_items_cmp_value_present_absent_dict_subclass',
+        'test_dicts::dict_subclass_from_kwargs',
+        'test_dicts::dict_subclass_item_rebound',
+        'test_dicts::get_dict_subclass',
+        'test_dicts::items_contains_dict_subclass',
+        'test_dicts::items_dict_subclass',
+        'test_dicts::keys_contains_dict_subclass',
+        'test_dicts::keys_dict_subclass',
+        'test_dicts::pop_dict_subclass',
+        'test_dicts::popitem_dict_subclass',
+        'test_dicts::return_dict_subclass',
+        'test_dicts::setdefault_dict_subclass',
+        'test_dicts::type_dict_subclass',
+        'test_dicts::update_dict_subclass',
+        'test_dicts::values_contains_dict_subclass',
+        'test_dicts::values_dict_subclass',
+    ], 'fullgraph: call to test_dicts_behaviours.PlainSub is not supported (not a torch op, not Python code to inline)'),
     # 22
     **dict.fromkeys([
         'test_functions::partial_hasattr_annotations',
@@ -62,6 +217,30 @@ EXPECTED: dict[str, str] = {
         'test_functions::partial_hasattr_repr',
         'test_functions::partial_hasattr_setattr',
     ], 'fullgraph: hasattr on a PartialVar'),
+    # 21
+    **dict.fromkeys([
+        'test_sets::binop_and_frozenset_subclass',
+        'test_sets::binop_or_frozenset_subclass',
+        'test_sets::binop_sub_frozenset_subclass',
+        'test_sets::binop_xor_frozenset_subclass',
+        'test_sets::cmp_eq_frozenset_subclass',
+        'test_sets::cmp_less_than_frozenset_subclass',
+        'test_sets::cmp_ne_frozenset_subclass',
+        'test_sets::constructor_iterable_frozenset_subclass',
+        'test_sets::contains_frozenset_subclass',
+        'test_sets::copy_frozenset_subclass',
+        'test_sets::difference_frozenset_subclass',
+        'test_sets::equality_frozenset_subclass',
+        'test_sets::frozenset_subclass_copy_is_plain_frozenset',
+        'test_sets::in_frozenset_frozenset_subclass',
+        'test_sets::intersection_frozenset_subclass',
+        'test_sets::isdisjoint_frozenset_subclass',
+        'test_sets::issubset_frozenset_subclass',
+        'test_sets::issuperset_frozenset_subclass',
+        'test_sets::symmetric_difference_frozenset_subclass',
+        'test_sets::to_frozenset_frozenset_subclass',
+        'test_sets::union_frozenset_subclass',
+    ], 'fullgraph: call to test_sets_behaviours.FrozenSub is not supported (not a torch op, not Python code to inline)'),
     # 16
     **dict.fromkeys([
         'test_generator::close_after_first_next',
@@ -149,6 +328,20 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::set_grad_enabled_true_wrapper',
         'test_functions::no_grad_decorated_inner_function',
     ], 'fullgraph: calling a GradModeContext is not supported'),
+    # 11
+    **dict.fromkeys([
+        'test_dicts::defaultdict_copies_keep_factory',
+        'test_dicts::defaultdict_from_dict_and_kwargs',
+        'test_dicts::defaultdict_inplace_union_keeps_factory',
+        'test_dicts::defaultdict_without_factory_no_args',
+        'test_dicts::defaultdict_without_factory_none',
+        'test_dicts::defaultdict_without_factory_none_with_items',
+        'test_dicts::dict_union_result_types',
+        'test_dicts::isinstance_of_defaultdict',
+        'test_dicts::iterate_and_update_defaultdict',
+        'test_dicts::return_new_defaultdict',
+        'test_functions::defaultdict_made_inside_updates',
+    ], 'fullgraph: call to collections.defaultdict is not supported (not a torch op, not Python code to inline)'),
     # 10
     **dict.fromkeys([
         '_test_misc_part2::numpy_arange_dtype_float',
@@ -176,6 +369,16 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 1 (break: a ndarray cannot be baked into a graph as a constant)'),
     # 7
     **dict.fromkeys([
+        '_test_misc_part2::union_of_dict_keys',
+        'test_dicts::dict_items_ior',
+        'test_dicts::dict_items_or',
+        'test_dicts::dict_keys_ior',
+        'test_dicts::dict_keys_or',
+        'test_dicts::set_binop_dict_keys_vs_dict_items_ior',
+        'test_dicts::set_binop_dict_keys_vs_dict_items_or',
+    ], "fullgraph: or_ raised TypeError: unsupported operand type(s) for |: 'list' and 'list'"),
+    # 7
+    **dict.fromkeys([
         'test_generator::return_exhausted_generator',
         'test_generator::return_started_generator',
         'test_generator::return_started_yield_from_generator',
@@ -186,6 +389,15 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: returning a IteratorVar from compiled code is not supported yet'),
     # 6
     **dict.fromkeys([
+        'test_dicts::dict_items_and',
+        'test_dicts::dict_items_iand',
+        'test_dicts::dict_keys_and',
+        'test_dicts::dict_keys_iand',
+        'test_dicts::set_binop_dict_keys_vs_dict_items_and',
+        'test_dicts::set_binop_dict_keys_vs_dict_items_iand',
+    ], "fullgraph: and_ raised TypeError: unsupported operand type(s) for &: 'list' and 'list'"),
+    # 6
+    **dict.fromkeys([
         'test_functions::global_defaultdict_closure_factory',
         'test_functions::global_defaultdict_dict_factory',
         'test_functions::global_defaultdict_lambda_factory',
@@ -193,6 +405,33 @@ EXPECTED: dict[str, str] = {
         'test_functions::global_defaultdict_set_factory',
         'test_functions::global_defaultdict_tuple_factory',
     ], 'fullgraph: call to defaultdict.clear is not supported (not a torch op, not Python code to inline)'),
+    # 6
+    **dict.fromkeys([
+        'test_dicts::instance_dict_non_str_keys_read_and_delete',
+        'test_dicts::instance_dict_order_after_mixed_writes',
+        'test_dicts::instance_dict_pop_missing',
+        'test_dicts::instance_dict_pop_then_reinsert_goes_last',
+        'test_dicts::instance_dict_pop_with_default',
+        'test_dicts::instance_dict_with_non_str_key',
+    ], 'fullgraph: reading __dict__ of a Empty built in captured code'),
+    # 6
+    **dict.fromkeys([
+        'test_dicts::dict_items_isub',
+        'test_dicts::dict_items_sub',
+        'test_dicts::dict_keys_isub',
+        'test_dicts::dict_keys_sub',
+        'test_dicts::set_binop_dict_keys_vs_dict_items_isub',
+        'test_dicts::set_binop_dict_keys_vs_dict_items_sub',
+    ], "fullgraph: sub raised TypeError: unsupported operand type(s) for -: 'list' and 'list'"),
+    # 6
+    **dict.fromkeys([
+        'test_dicts::dict_items_ixor',
+        'test_dicts::dict_items_xor',
+        'test_dicts::dict_keys_ixor',
+        'test_dicts::dict_keys_xor',
+        'test_dicts::set_binop_dict_keys_vs_dict_items_ixor',
+        'test_dicts::set_binop_dict_keys_vs_dict_items_xor',
+    ], "fullgraph: xor raised TypeError: unsupported operand type(s) for ^: 'list' and 'list'"),
     # 5
     **dict.fromkeys([
         '_test_misc_part1::arange_of_item_float32',
@@ -209,6 +448,14 @@ EXPECTED: dict[str, str] = {
         'test_functions::membership_of_inplace_results',
         'test_functions::set_of_tensor_and_its_inplace_alias',
     ], 'fullgraph: a set element needs a Python value, got a tensor'),
+    # 5
+    **dict.fromkeys([
+        'test_dicts::inplace_and_on_views_rebinds_to_set',
+        'test_dicts::set_binop_dict_items_vs_set_and',
+        'test_dicts::set_binop_dict_items_vs_set_iand',
+        'test_dicts::set_binop_dict_keys_vs_set_and',
+        'test_dicts::set_binop_dict_keys_vs_set_iand',
+    ], "fullgraph: and_ raised TypeError: unsupported operand type(s) for &: 'list' and 'set'"),
     # 5
     **dict.fromkeys([
         'test_functions::deque_edits',
@@ -243,6 +490,14 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: item assignment on a ndarray value is not supported'),
     # 5
     **dict.fromkeys([
+        'test_dicts::instance_dunder_dict_items_includes_mutations',
+        'test_dicts::instance_dunder_dict_items_iteration',
+        'test_dicts::instance_dunder_dict_keys_includes_mutations',
+        'test_dicts::instance_dunder_dict_multiple_mutations',
+        'test_dicts::instance_dunder_dict_values_includes_mutations',
+    ], 'fullgraph: reading __dict__ of a Attrs with stores not yet replayed'),
+    # 5
+    **dict.fromkeys([
         'test_ctx_manager::grad_context_returned_through_break',
         'test_functions::inner_def_after_break_no_recompile',
         'test_functions::inner_lambda_after_break_no_recompile',
@@ -259,6 +514,13 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 4
     **dict.fromkeys([
+        'test_dicts::cmp_eq_key_raises_dict',
+        'test_dicts::cmp_eq_key_raises_dict_subclass',
+        'test_dicts::cmp_eq_key_raises_ordered_dict',
+        'test_dicts::equal_user_keys_share_an_entry',
+    ], 'fullgraph: a dict key needs a Python value, got a UserObjectVar'),
+    # 4
+    **dict.fromkeys([
         'test_ctx_manager::contextmanager_closing_over_tensor',
         'test_ctx_manager::contextmanager_from_factory_called_in_helper',
         'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_0',
@@ -266,17 +528,92 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: attribute '__module__' of a FunctionVar is not supported"),
     # 4
     **dict.fromkeys([
+        'test_dicts::fromkeys_ordered_dict',
+        'test_dicts::ordered_dict_cmp_eq_order',
+        'test_dicts::ordered_dict_move_to_end',
+        'test_dicts::ordered_dict_popitem_kwarg',
+    ], 'fullgraph: call to OrderedDict.fromkeys is not supported (not a torch op, not Python code to inline)'),
+    # 4
+    **dict.fromkeys([
+        'test_sets::frozenset_from_dict_reuses_hashes',
+        'test_sets::frozenset_subclass_from_dict_reuses_hashes',
+        'test_sets::set_from_dict_reuses_hashes',
+        'test_sets::set_subclass_from_dict_reuses_hashes',
+    ], 'fullgraph: call to test_sets_behaviours.HashCounting is not supported (not a torch op, not Python code to inline)'),
+    # 4
+    **dict.fromkeys([
+        'test_dicts::items_contains_dict',
+        'test_dicts::items_contains_ordered_dict',
+        'test_dicts::items_dict',
+        'test_dicts::items_ordered_dict',
+    ], 'fullgraph: dict.items on a value the capture does not hold'),
+    # 4
+    **dict.fromkeys([
+        'test_dicts::keys_contains_dict',
+        'test_dicts::keys_contains_ordered_dict',
+        'test_dicts::keys_dict',
+        'test_dicts::keys_ordered_dict',
+    ], 'fullgraph: dict.keys on a value the capture does not hold'),
+    # 4
+    **dict.fromkeys([
+        'test_dicts::values_contains_dict',
+        'test_dicts::values_contains_ordered_dict',
+        'test_dicts::values_dict',
+        'test_dicts::values_ordered_dict',
+    ], 'fullgraph: dict.values on a value the capture does not hold'),
+    # 4
+    **dict.fromkeys([
+        'test_dicts::set_binop_dict_items_vs_set_ior',
+        'test_dicts::set_binop_dict_items_vs_set_or',
+        'test_dicts::set_binop_dict_keys_vs_set_ior',
+        'test_dicts::set_binop_dict_keys_vs_set_or',
+    ], "fullgraph: or_ raised TypeError: unsupported operand type(s) for |: 'list' and 'set'"),
+    # 4
+    **dict.fromkeys([
+        'test_dicts::set_binop_dict_items_vs_set_isub',
+        'test_dicts::set_binop_dict_items_vs_set_sub',
+        'test_dicts::set_binop_dict_keys_vs_set_isub',
+        'test_dicts::set_binop_dict_keys_vs_set_sub',
+    ], "fullgraph: sub raised TypeError: unsupported operand type(s) for -: 'list' and 'set'"),
+    # 4
+    **dict.fromkeys([
+        'test_dicts::set_binop_dict_items_vs_set_ixor',
+        'test_dicts::set_binop_dict_items_vs_set_xor',
+        'test_dicts::set_binop_dict_keys_vs_set_ixor',
+        'test_dicts::set_binop_dict_keys_vs_set_xor',
+    ], "fullgraph: xor raised TypeError: unsupported operand type(s) for ^: 'list' and 'set'"),
+    # 4
+    **dict.fromkeys([
         'test_functions::np_finfo_of_dtype',
         'test_functions::np_finfo_of_info',
         'test_functions::np_finfo_of_str',
         'test_functions::np_finfo_of_type',
     ], 'graphs: ember 0, torch.compile 1 (break: call to numpy.finfo is not supported (not a torch op, not Python code to inline))'),
+    # 4
+    **dict.fromkeys([
+        '_test_misc_part1::branch_on_environment_variable',
+        '_test_misc_part1::hasattr_custom_attribute_present',
+        '_test_misc_part2::getattr_default_guards_attribute_presence',
+        'test_sets::isdisjoint_stops_consuming_generator',
+    ], 'wrong: out: Tensor-likes are not close!'),
     # 3
     **dict.fromkeys([
         'test_generator::send_reaches_subgenerator',
         'test_generator::send_value_received_by_yield',
         'test_generator::throw_into_started_generator_caught_outside',
     ], "fullgraph: attribute 'send' of a IteratorVar is not supported"),
+    # 3
+    **dict.fromkeys([
+        'test_dicts::cmp_eq_dict',
+        'test_dicts::cmp_eq_ordered_dict',
+        'test_sets::equality_set',
+    ], 'fullgraph: attribute __eq__ of a container'),
+    # 3
+    **dict.fromkeys([
+        'test_dicts::binop_ior_iterable_dict',
+        'test_dicts::binop_ior_iterable_ordered_dict',
+        'test_dicts::ordered_dict_binop_ior_return_type',
+    ], 'fullgraph: attribute __ior__ of a container'),
     # 3
     **dict.fromkeys([
         'test_functions::defaultdict_setdefault_existing',
@@ -289,6 +626,12 @@ EXPECTED: dict[str, str] = {
         'test_functions::numpy_dtype_object_call',
         'test_functions::numpy_iinfo_constant',
     ], 'fullgraph: call to numpy.dtype is not supported (not a torch op, not Python code to inline)'),
+    # 3
+    **dict.fromkeys([
+        'test_dicts::popitem_dict',
+        'test_dicts::popitem_of_global_dict_guarded',
+        'test_dicts::popitem_ordered_dict',
+    ], 'fullgraph: dict.popitem is not supported'),
     # 3
     **dict.fromkeys([
         'test_functions::float_of_one_element_tensor_1.5',
@@ -321,10 +664,10 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 1, torch.compile 0 (runs eagerly: gen is a generator or coroutine function)'),
     # 3
     **dict.fromkeys([
-        '_test_misc_part1::branch_on_environment_variable',
-        '_test_misc_part1::hasattr_custom_attribute_present',
-        '_test_misc_part2::getattr_default_guards_attribute_presence',
-    ], 'wrong: out: Tensor-likes are not close!'),
+        'test_dicts::global_dict_membership_guarded',
+        'test_dicts::module_keyed_dict_order_recompiles',
+        'test_dicts::tensor_keyed_dict_order_recompiles',
+    ], 'graphs: ember 3, torch.compile 2'),
     # 2
     **dict.fromkeys([
         'test_functions::equal_numpy_dtypes_share_a_graph_float',
@@ -352,6 +695,46 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: assignment to attribute 'offload_me' of a TensorVar"),
     # 2
     **dict.fromkeys([
+        'test_dicts::dict___iter___dict',
+        'test_dicts::dict___iter___ordered_dict',
+    ], 'fullgraph: attribute __iter__ of a container'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::cmp_ne_dict',
+        'test_dicts::cmp_ne_ordered_dict',
+    ], 'fullgraph: attribute __ne__ of a container'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::binop_or_dict',
+        'test_dicts::binop_or_ordered_dict',
+    ], 'fullgraph: attribute __or__ of a container'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::dict_new_of_dict',
+        'test_dicts::dict_new_of_subclass',
+    ], 'fullgraph: call to dict.__new__ is not supported (not a torch op, not Python code to inline)'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::fromkeys_dict',
+        'test_functions::fromkeys_of_dict_kinds',
+    ], 'fullgraph: call to dict.fromkeys is not supported (not a torch op, not Python code to inline)'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::pop_dict',
+        'test_dicts::pop_ordered_dict',
+    ], 'fullgraph: call to dict.pop is not supported (not a torch op, not Python code to inline)'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::setdefault_dict',
+        'test_dicts::setdefault_ordered_dict',
+    ], 'fullgraph: call to dict.setdefault is not supported (not a torch op, not Python code to inline)'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::mapping_proxy_argument_follows_its_dict',
+        'test_dicts::mapping_proxy_of_global_dict_sees_writes',
+    ], 'fullgraph: call to mappingproxy.values is not supported (not a torch op, not Python code to inline)'),
+    # 2
+    **dict.fromkeys([
         '_test_misc_part2::numpy_array_of_ndarrays',
         '_test_misc_part2::numpy_array_of_numpy_scalars',
     ], 'fullgraph: call to numpy.array is not supported (not a torch op, not Python code to inline)'),
@@ -362,9 +745,24 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to sys.intern is not supported (not a torch op, not Python code to inline)'),
     # 2
     **dict.fromkeys([
+        'test_dicts::dict_subclass_with_new_and_init',
+        'test_dicts::ordereddict_subclass_with_new_and_init',
+    ], 'fullgraph: call to test_dicts_behaviours._custom_init_dict.<locals>.Custom is not supported (not a torch op, not Python code to inline)'),
+    # 2
+    **dict.fromkeys([
+        'test_sets::set_subclass_extra_method',
+        'test_sets::set_subclass_overriding_add',
+    ], 'fullgraph: call to test_sets_behaviours.AddsOne is not supported (not a torch op, not Python code to inline)'),
+    # 2
+    **dict.fromkeys([
         '_test_misc_part2::catch_warnings_context',
         '_test_misc_part2::return_catch_warnings_object',
     ], 'fullgraph: call to warnings.catch_warnings is not supported (not a torch op, not Python code to inline)'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::dict_items_cmp_value_eq_raises_dict',
+        'test_dicts::dict_items_cmp_value_eq_raises_ordered_dict',
+    ], "fullgraph: comparison '==' between ListVar and ListVar is not supported"),
     # 2
     **dict.fromkeys([
         'test_functions::bool_of_one_element_tensor_0',
@@ -372,9 +770,34 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`)"),
     # 2
     **dict.fromkeys([
+        'test_dicts::copy_dict',
+        'test_dicts::copy_ordered_dict',
+    ], 'fullgraph: dict.copy on a value the capture does not hold'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::get_dict',
+        'test_dicts::get_ordered_dict',
+    ], 'fullgraph: dict.get on a value the capture does not hold'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::dict_subclass_argument_mutated',
+        'test_dicts::global_dict_subclass_read_methods',
+    ], 'fullgraph: dict.values of a dict whose keys cannot be guarded'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::dict_view_mapping_attribute',
+        'test_dicts::dict_view_mapping_is_live',
+    ], 'fullgraph: ember internal error at CALL: NotImplementedError:'),
+    # 2
+    **dict.fromkeys([
         'test_functions::pybind_object_attribute_false',
         'test_functions::pybind_object_attribute_true',
     ], "fullgraph: ember internal error at LOAD_ATTR: AttributeError: 'builtin_function_or_method' object has no attribute '__code__'"),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::dict_update_with_triple_raises',
+        'test_functions::dict_update_forms',
+    ], 'fullgraph: expected a mapping, got a ListVar'),
     # 2
     **dict.fromkeys([
         'test_generator::exception_in_generator_ends_it',
@@ -382,14 +805,49 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: floordiv raised ZeroDivisionError: integer division or modulo by zero'),
     # 2
     **dict.fromkeys([
+        'test_dicts::cmp_dict_items_vs_set_ge',
+        'test_dicts::cmp_dict_keys_vs_set_ge',
+    ], "fullgraph: ge raised TypeError: '>=' not supported between instances of 'list' and 'set'"),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::cmp_dict_items_vs_set_gt',
+        'test_dicts::cmp_dict_keys_vs_set_gt',
+    ], "fullgraph: gt raised TypeError: '>' not supported between instances of 'list' and 'set'"),
+    # 2
+    **dict.fromkeys([
         'test_functions::int_of_one_element_tensor_4',
         'test_functions::int_of_one_element_tensor_false',
     ], 'fullgraph: int() of a tensor reads its data (graph break)'),
     # 2
     **dict.fromkeys([
+        'test_dicts::cmp_dict_items_vs_set_le',
+        'test_dicts::cmp_dict_keys_vs_set_le',
+    ], "fullgraph: le raised TypeError: '<=' not supported between instances of 'list' and 'set'"),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::cmp_dict_items_vs_set_lt',
+        'test_dicts::cmp_dict_keys_vs_set_lt',
+    ], "fullgraph: lt raised TypeError: '<' not supported between instances of 'list' and 'set'"),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::dict_update_from_mapping_proxy',
+        'test_dicts::mapping_proxy_of_local_dict',
+    ], 'fullgraph: mappingproxy called with tensors or captured containers'),
+    # 2
+    **dict.fromkeys([
         '_test_misc_part2::next_advances_argument_range_iterator',
         'test_generator::next_of_unstarted_generator_argument',
     ], 'fullgraph: next() on something that is not an iterator made in the captured code'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::dict_union_disjoint_keys',
+        'test_dicts::dict_union_overlapping_keys',
+    ], "fullgraph: operator '|' on DictVar and DictVar is not supported"),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::len_of_instance_dict_after_del',
+        'test_dicts::membership_in_instance_dict',
+    ], 'fullgraph: reading __dict__ of a DictProbe with stores not yet replayed'),
     # 2
     **dict.fromkeys([
         'test_functions::str_of_object_default_repr_class_part',
@@ -442,13 +900,27 @@ EXPECTED: dict[str, str] = {
     ], 'wrong: out[0]: False != True'),
     # 2
     **dict.fromkeys([
+        '_test_misc_part2::data_descriptor_set',
+        'test_dicts::dict_update_with_two_positionals_raises',
+    ], 'wrong: out[0]: Tensor-likes are not close!'),
+    # 2
+    **dict.fromkeys([
         'test_functions::dict_keys_view_is_live',
         'test_functions::inplace_identity_survives_a_break',
     ], 'wrong: out[1]: False != True'),
+    # 2
+    **dict.fromkeys([
+        'test_dicts::dict_items_cmp_value_present_absent_dict',
+        'test_dicts::dict_items_cmp_value_present_absent_ordered_dict',
+    ], 'wrong: out[1][4]: True != False'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::attribute_added_to_namedtuple_subclass_made_inside',
     ], "AttributeError: 'PairPlus' object has no attribute 'extra'"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::write_through_instance_dict',
+    ], "fullgraph: DictProbe object has no attribute 'w'"),
     # 1
     **dict.fromkeys([
         'test_generator::stopiteration_in_generator_becomes_runtime_error',
@@ -479,12 +951,28 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: ValueError('nope') raised inside generator _raises_first(), which the capture runs before Python would"),
     # 1
     **dict.fromkeys([
+        'test_dicts::write_through_module_instance_dict',
+    ], "fullgraph: WritesDict object has no attribute 'w'"),
+    # 1
+    **dict.fromkeys([
         'test_functions::constant_is__tensor',
     ], 'fullgraph: _operator.is_ called with tensors or captured containers'),
     # 1
     **dict.fromkeys([
         'test_functions::constant_is_not_tensor',
     ], 'fullgraph: _operator.is_not called with tensors or captured containers'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::frozen_dataclass_as_dict_key',
+    ], 'fullgraph: a dict key needs a Python value, got a ObjectVar'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::partial_as_dict_key',
+    ], 'fullgraph: a dict key needs a Python value, got a PartialVar'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::namedtuple_holding_partial_as_key',
+    ], 'fullgraph: a dict key needs a Python value, got a TupleVar'),
     # 1
     **dict.fromkeys([
         'test_functions::dict_with_parameter_key',
@@ -539,6 +1027,30 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: assignment to property 'level'"),
     # 1
     **dict.fromkeys([
+        'test_dicts::property_setter_writing_instance_dict',
+    ], "fullgraph: assignment to property 'x'"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_of_bound_method',
+    ], "fullgraph: attribute '__dict__' of a BoundMethodVar is not supported"),
+    # 1
+    **dict.fromkeys([
+        'test_sets::length_hint_of_set_and_dict_iterators',
+    ], "fullgraph: attribute '__length_hint__' of a IteratorVar is not supported"),
+    # 1
+    **dict.fromkeys([
+        'test_sets::contains_set',
+    ], 'fullgraph: attribute __contains__ of a container'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::instance_dunder_dict_copy_does_not_alias_instance_dict',
+    ], 'fullgraph: attribute __setitem__ of a container'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::fromkeys_dict_subclass',
+    ], 'fullgraph: call to PlainSub.fromkeys is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
         'test_functions::checkpoint_valid_flag',
     ], 'fullgraph: call to _EngineBase.is_checkpoint_valid is not supported (not a torch op, not Python code to inline)'),
     # 1
@@ -547,16 +1059,72 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to chain.from_iterable is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
-        'test_functions::defaultdict_made_inside_updates',
-    ], 'fullgraph: call to collections.defaultdict is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
         'test_ctx_manager::nullcontext_block_fullgraph',
     ], 'fullgraph: call to contextlib.nullcontext is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
-        'test_functions::fromkeys_of_dict_kinds',
-    ], 'fullgraph: call to dict.fromkeys is not supported (not a torch op, not Python code to inline)'),
+        'test_dicts::binop_ior_dict',
+    ], 'fullgraph: call to dict.__ior__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::clear_dict',
+    ], 'fullgraph: call to dict.clear is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::update_dict',
+    ], 'fullgraph: call to dict.update is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::enum_built_from_ordered_dict',
+    ], 'fullgraph: call to enum.Enum is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::binop_and_frozenset',
+    ], 'fullgraph: call to frozenset.__and__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::equality_frozenset',
+    ], 'fullgraph: call to frozenset.__eq__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::cmp_less_than_frozenset',
+    ], 'fullgraph: call to frozenset.__lt__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::binop_or_frozenset',
+    ], 'fullgraph: call to frozenset.__or__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::binop_xor_frozenset',
+    ], 'fullgraph: call to frozenset.__xor__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::difference_frozenset',
+    ], 'fullgraph: call to frozenset.difference is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::intersection_frozenset',
+    ], 'fullgraph: call to frozenset.intersection is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::isdisjoint_frozenset',
+    ], 'fullgraph: call to frozenset.isdisjoint is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::issubset_frozenset',
+    ], 'fullgraph: call to frozenset.issubset is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::issuperset_frozenset',
+    ], 'fullgraph: call to frozenset.issuperset is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::symmetric_difference_frozenset',
+    ], 'fullgraph: call to frozenset.symmetric_difference is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::union_frozenset',
+    ], 'fullgraph: call to frozenset.union is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::getset_descriptor_get',
@@ -607,6 +1175,98 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to range.__iter__ is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
+        'test_sets::binop_and_set',
+    ], 'fullgraph: call to set.__and__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::cmp_less_than_set',
+    ], 'fullgraph: call to set.__lt__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::binop_or_set',
+    ], 'fullgraph: call to set.__or__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::binop_xor_set',
+    ], 'fullgraph: call to set.__xor__ is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::add_set',
+    ], 'fullgraph: call to set.add is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::clear_set',
+    ], 'fullgraph: call to set.clear is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::difference_set',
+    ], 'fullgraph: call to set.difference is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::difference_update_set',
+    ], 'fullgraph: call to set.difference_update is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::discard_set',
+    ], 'fullgraph: call to set.discard is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::intersection_set',
+    ], 'fullgraph: call to set.intersection is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::intersection_update_set',
+    ], 'fullgraph: call to set.intersection_update is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::isdisjoint_set',
+    ], 'fullgraph: call to set.isdisjoint is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::issubset_set',
+    ], 'fullgraph: call to set.issubset is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::issuperset_set',
+    ], 'fullgraph: call to set.issuperset is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::pop_set',
+    ], 'fullgraph: call to set.pop is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::remove_set',
+    ], 'fullgraph: call to set.remove is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::symmetric_difference_set',
+    ], 'fullgraph: call to set.symmetric_difference is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::symmetric_difference_update_set',
+    ], 'fullgraph: call to set.symmetric_difference_update is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::union_set',
+    ], 'fullgraph: call to set.union is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::update_set',
+    ], 'fullgraph: call to set.update is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_subclass_custom_setitem',
+    ], 'fullgraph: call to test_dicts_behaviours.BumpOnSet is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::ordered_dict_subclass_overriding_move_to_end',
+    ], 'fullgraph: call to test_dicts_behaviours.ODOverloads is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_subclass_extra_method_inlined',
+    ], 'fullgraph: call to test_dicts_behaviours.WithMethod is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
         'test_functions::ordered_dict_subclass_from_kwargs',
     ], 'fullgraph: call to test_functions_behaviours.OrderedSub is not supported (not a torch op, not Python code to inline)'),
     # 1
@@ -631,6 +1291,10 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: comparison '==' between UserObjectVar and UserObjectVar is not supported"),
     # 1
     **dict.fromkeys([
+        'test_dicts::ordered_dict_move_to_end_both_ends',
+    ], 'fullgraph: dict.move_to_end is not supported'),
+    # 1
+    **dict.fromkeys([
         'test_functions::dict_of_user_mutable_mapping',
     ], 'fullgraph: ember internal error at CALL: ValueError: not enough values to unpack (expected 2, got 1)'),
     # 1
@@ -639,8 +1303,8 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: ember internal error at STORE_SUBSCR: TypeError: list indices must be integers or slices, not NoneType'),
     # 1
     **dict.fromkeys([
-        'test_functions::dict_update_forms',
-    ], 'fullgraph: expected a mapping, got a ListVar'),
+        'test_dicts::dict_update_from_object_with_keys_and_getitem',
+    ], 'fullgraph: expected a mapping, got a UserObjectVar'),
     # 1
     **dict.fromkeys([
         'test_functions::double_star_user_mapping',
@@ -671,6 +1335,14 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: frozenset object has no attribute 'update'"),
     # 1
     **dict.fromkeys([
+        'test_dicts::cmp_dict_keys_vs_dict_items_ge',
+    ], "fullgraph: ge raised TypeError: '>=' not supported between instances of 'str' and 'tuple'"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::cmp_dict_keys_vs_dict_items_gt',
+    ], "fullgraph: gt raised TypeError: '>' not supported between instances of 'str' and 'tuple'"),
+    # 1
+    **dict.fromkeys([
         'test_functions::hasattr_on_dict_and_tensor',
     ], 'fullgraph: hasattr on a DictVar'),
     # 1
@@ -681,6 +1353,26 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_functions::typed_namedtuple_duck_check',
     ], 'fullgraph: hasattr on a TupleVar'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_subclass_overriding_getitem',
+    ], 'fullgraph: item assignment on a CountingGets value is not supported'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::return_user_dict',
+    ], 'fullgraph: item assignment on a UserObjectVar is not supported'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_from_mapping_proxy_argument',
+    ], 'fullgraph: iteration over a mappingproxy value is not supported'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::cmp_dict_keys_vs_dict_items_le',
+    ], "fullgraph: le raised TypeError: '<=' not supported between instances of 'str' and 'tuple'"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::cmp_dict_keys_vs_dict_items_lt',
+    ], "fullgraph: lt raised TypeError: '<' not supported between instances of 'str' and 'tuple'"),
     # 1
     **dict.fromkeys([
         'test_functions::typed_namedtuple_methods',
@@ -703,16 +1395,32 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: operator '*' on int value and ListVar is not supported"),
     # 1
     **dict.fromkeys([
-        '_test_misc_part2::union_of_dict_keys',
-    ], "fullgraph: or_ raised TypeError: unsupported operand type(s) for |: 'list' and 'list'"),
+        'test_dicts::dict_inplace_union',
+    ], "fullgraph: operator '|=' on DictVar and DictVar is not supported"),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::descriptor_then_direct_dict_write',
     ], 'fullgraph: reading __dict__ of a HasPrefixing with stores not yet replayed'),
     # 1
     **dict.fromkeys([
+        'test_dicts::state_dict_from_instance_dict_after_writes',
+    ], 'fullgraph: reading __dict__ of a Scheduler with stores not yet replayed'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::copy_set',
+    ], 'fullgraph: set.copy on a value the capture does not hold'),
+    # 1
+    **dict.fromkeys([
         'test_functions::sorted_tuples_with_key',
     ], 'fullgraph: sorted called with tensors or captured containers'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::binop_sub_frozenset',
+    ], "fullgraph: sub raised TypeError: unsupported operand type(s) for -: 'frozenset' and 'int'"),
+    # 1
+    **dict.fromkeys([
+        'test_sets::binop_sub_set',
+    ], "fullgraph: sub raised TypeError: unsupported operand type(s) for -: 'set' and 'int'"),
     # 1
     **dict.fromkeys([
         'test_functions::lru_cache_wrapped_function_inlines',
@@ -759,6 +1467,10 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 2 (break: call to test_ctx_manager_behaviours.GradSwitch is not supported (not a torch op, not Python code to inline))'),
     # 1
     **dict.fromkeys([
+        'test_dicts::ordered_dict_and_module_dict_updated',
+    ], 'graphs: ember 0, torch.compile 2 (break: constructing Linear (a module with parameters) inside captured code)'),
+    # 1
+    **dict.fromkeys([
         '_test_misc_part2::ndarray_argument_across_a_break',
     ], 'graphs: ember 0, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
@@ -779,6 +1491,26 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 1, torch.compile 0 (break: call to torch.profiler.profiler.profile is not supported (not a torch op, not Python code to inline))'),
     # 1
     **dict.fromkeys([
+        'test_dicts::dict_or_list_raises',
+    ], "graphs: ember 1, torch.compile 0 (break: operator '|' on DictVar and ListVar is not supported)"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_or_tuple_raises',
+    ], "graphs: ember 1, torch.compile 0 (break: operator '|' on DictVar and TupleVar is not supported)"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_or_float_raises',
+    ], "graphs: ember 1, torch.compile 0 (break: operator '|' on DictVar and float value is not supported)"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_or_int_raises',
+    ], "graphs: ember 1, torch.compile 0 (break: operator '|' on DictVar and int value is not supported)"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::dict_or_str_raises',
+    ], "graphs: ember 1, torch.compile 0 (break: operator '|' on DictVar and str value is not supported)"),
+    # 1
+    **dict.fromkeys([
         'test_functions::zip_strict_unequal_lengths_raises',
     ], 'graphs: ember 1, torch.compile 0 (break: zip(strict=True) over sequences of different lengths)'),
     # 1
@@ -789,6 +1521,14 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::repr_of_structseq_breaks',
     ], 'graphs: ember 1, torch.compile 2 (break: repr called with tensors or captured containers)'),
+    # 1
+    **dict.fromkeys([
+        'test_sets::iterate_set_of_tensors_argument',
+    ], 'graphs: ember 2, torch.compile 0 (break: iteration over a constant holding tensors)'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::unread_keys_do_not_guard',
+    ], 'graphs: ember 2, torch.compile 1'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::tensor_to_builtin_types',
@@ -851,6 +1591,10 @@ EXPECTED: dict[str, str] = {
     ], 'no exception: eager raised TypeError'),
     # 1
     **dict.fromkeys([
+        'test_dicts::dict_arguments_inplace_union_guarded',
+    ], 'wrong: arguments after the call[0][2]: keys [1, 5] != [1, 5, 3]'),
+    # 1
+    **dict.fromkeys([
         'test_functions::dict_values_view_is_live',
     ], 'wrong: out: 1 != 3'),
     # 1
@@ -863,8 +1607,16 @@ EXPECTED: dict[str, str] = {
     ], "wrong: out['values']: Tensor-likes are not close!"),
     # 1
     **dict.fromkeys([
-        '_test_misc_part2::data_descriptor_set',
-    ], 'wrong: out[0]: Tensor-likes are not close!'),
+        'test_dicts::return_dict_items_view',
+    ], "wrong: out[0]: 'list' != 'dict_items'"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::repr_of_ordered_dict',
+    ], 'wrong: out[1]: "{\'a\': 1, \'b\': 2}" != "OrderedDict([(\'a\', 1), (\'b\', 2)])"'),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::ordered_dict_binop_or_return_type',
+    ], "wrong: out[1][0]: 'dict' != 'OrderedDict'"),
     # 1
     **dict.fromkeys([
         'test_generator::list_extend_with_generator_reading_the_list',

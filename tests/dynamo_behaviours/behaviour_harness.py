@@ -396,8 +396,15 @@ def plain(value: Any, seen: frozenset[int] = frozenset()) -> Any:
         return type(value)(plain(v, seen) for v in value) if type(value) in (list, tuple) else value
     if type(value) is dict:
         return {k: plain(v, seen) for k, v in value.items()}
+    if isinstance(value, (type({}.keys()), type({}.values()), type({}.items()))):
+        return {type(value).__name__: [plain(v, seen) for v in value]}
+    if isinstance(value, collections.abc.Mapping) and not isinstance(value, dict):  # mappingproxy, UserDict
+        return {type(value).__name__: {k: plain(v, seen) for k, v in value.items()}}
     if isinstance(value, collections.abc.Iterator) and not isinstance(value, torch.Tensor):
         return {"iterator": [plain(v, seen) for v in value]}  # consumed; any iterator type
+    if isinstance(value, (set, frozenset)) and any(isinstance(v, torch.Tensor) for v in value):
+        return {type(value).__name__: sorted(repr(v.tolist()) if isinstance(v, torch.Tensor) else repr(v)
+                                             for v in value)}  # tensors hash by identity
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {"dataclass": type(value).__name__,
                 **{f.name: plain(getattr(value, f.name), seen) for f in dataclasses.fields(value)}}
