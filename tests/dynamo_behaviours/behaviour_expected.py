@@ -296,7 +296,7 @@ EXPECTED: dict[str, str] = {
         'test_functions::return_numpy_transpose',
         'test_functions::return_several_numpy_arrays',
     ], "fullgraph: Tensor.numpy() needs the tensor's data (graph break)"),
-    # 13
+    # 14
     **dict.fromkeys([
         'test_ctx_manager::contextmanager_finally_reads_updated_global',
         'test_ctx_manager::contextmanager_global_updates_seen_in_body',
@@ -311,6 +311,7 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::nested_disable_saved_tensors_hooks',
         'test_ctx_manager::nested_generator_managers',
         'test_ctx_manager::sdpa_kernel_context',
+        'test_exceptions::contextmanager_converts_exception',
     ], 'fullgraph: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline)'),
     # 13
     **dict.fromkeys([
@@ -367,6 +368,16 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part2::operator_truediv_ndarray_tensor',
         '_test_misc_part2::operator_truediv_tensor_ndarray',
     ], 'graphs: ember 0, torch.compile 1 (break: a ndarray cannot be baked into a graph as a constant)'),
+    # 7
+    **dict.fromkeys([
+        'test_functions::deque_edits',
+        'test_functions::vmapped_inplace_identity',
+        'test_functions::vmapped_inplace_on_clone_identity',
+        'test_functions::vmapped_inplace_two_args_identity',
+        'test_generator::deque_extendleft_with_generator',
+        'test_list::index_miss_message_deque',
+        'test_list::index_miss_message_deque_nonconst',
+    ], 'fullgraph: call to collections.deque is not supported (not a torch op, not Python code to inline)'),
     # 7
     **dict.fromkeys([
         '_test_misc_part2::union_of_dict_keys',
@@ -458,12 +469,12 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: and_ raised TypeError: unsupported operand type(s) for &: 'list' and 'set'"),
     # 5
     **dict.fromkeys([
-        'test_functions::deque_edits',
-        'test_functions::vmapped_inplace_identity',
-        'test_functions::vmapped_inplace_on_clone_identity',
-        'test_functions::vmapped_inplace_two_args_identity',
-        'test_generator::deque_extendleft_with_generator',
-    ], 'fullgraph: call to collections.deque is not supported (not a torch op, not Python code to inline)'),
+        'test_dicts::cmp_eq_dict',
+        'test_dicts::cmp_eq_ordered_dict',
+        'test_list::cmp_eq_list',
+        'test_list::cmp_eq_tuple',
+        'test_sets::equality_set',
+    ], 'fullgraph: attribute __eq__ of a container'),
     # 5
     **dict.fromkeys([
         'test_ctx_manager::class_manager_requires_grad_enable_grad',
@@ -526,6 +537,20 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_0',
         'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_1',
     ], "fullgraph: attribute '__module__' of a FunctionVar is not supported"),
+    # 4
+    **dict.fromkeys([
+        'test_dicts::dict___iter___dict',
+        'test_dicts::dict___iter___ordered_dict',
+        'test_list::iter_list',
+        'test_list::iter_tuple',
+    ], 'fullgraph: attribute __iter__ of a container'),
+    # 4
+    **dict.fromkeys([
+        'test_dicts::cmp_ne_dict',
+        'test_dicts::cmp_ne_ordered_dict',
+        'test_list::cmp_ne_list',
+        'test_list::cmp_ne_tuple',
+    ], 'fullgraph: attribute __ne__ of a container'),
     # 4
     **dict.fromkeys([
         'test_dicts::fromkeys_ordered_dict',
@@ -598,16 +623,22 @@ EXPECTED: dict[str, str] = {
     ], 'wrong: out: Tensor-likes are not close!'),
     # 3
     **dict.fromkeys([
+        'test_exceptions::exception_context_cause_suppress_descriptors',
+        'test_exceptions::longer_context_cycle',
+        'test_exceptions::self_referencing_context_does_not_hang',
+    ], "fullgraph: assignment to attribute '__context__' of a ConstVar"),
+    # 3
+    **dict.fromkeys([
         'test_generator::send_reaches_subgenerator',
         'test_generator::send_value_received_by_yield',
         'test_generator::throw_into_started_generator_caught_outside',
     ], "fullgraph: attribute 'send' of a IteratorVar is not supported"),
     # 3
     **dict.fromkeys([
-        'test_dicts::cmp_eq_dict',
-        'test_dicts::cmp_eq_ordered_dict',
-        'test_sets::equality_set',
-    ], 'fullgraph: attribute __eq__ of a container'),
+        'test_list::contains_list',
+        'test_list::contains_tuple',
+        'test_sets::contains_set',
+    ], 'fullgraph: attribute __contains__ of a container'),
     # 3
     **dict.fromkeys([
         'test_dicts::binop_ior_iterable_dict',
@@ -616,16 +647,34 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: attribute __ior__ of a container'),
     # 3
     **dict.fromkeys([
+        'test_dicts::instance_dunder_dict_copy_does_not_alias_instance_dict',
+        'test_list::setitem___slice_non_iterable_list_method',
+        'test_list::setitem_list_method',
+    ], 'fullgraph: attribute __setitem__ of a container'),
+    # 3
+    **dict.fromkeys([
         'test_functions::defaultdict_setdefault_existing',
         'test_functions::defaultdict_setdefault_missing',
         'test_functions::defaultdict_setdefault_missing_none',
     ], 'fullgraph: call to defaultdict.fromkeys is not supported (not a torch op, not Python code to inline)'),
     # 3
     **dict.fromkeys([
+        'test_list::list_new_ignores_extra_arguments',
+        'test_list::list_new_of_list_ignores_arguments',
+        'test_list::list_new_then_append',
+    ], 'fullgraph: call to list.__new__ is not supported (not a torch op, not Python code to inline)'),
+    # 3
+    **dict.fromkeys([
         '_test_misc_part2::numpy_issubdtype_of_python_type',
         'test_functions::numpy_dtype_object_call',
         'test_functions::numpy_iinfo_constant',
     ], 'fullgraph: call to numpy.dtype is not supported (not a torch op, not Python code to inline)'),
+    # 3
+    **dict.fromkeys([
+        'test_list::tuple_new_of_grandchild_class',
+        'test_list::tuple_new_of_tuple',
+        'test_list::tuple_new_with_keyword_raises',
+    ], 'fullgraph: call to tuple.__new__ is not supported (not a torch op, not Python code to inline)'),
     # 3
     **dict.fromkeys([
         'test_dicts::popitem_dict',
@@ -638,6 +687,18 @@ EXPECTED: dict[str, str] = {
         'test_functions::float_of_one_element_tensor_3',
         'test_functions::float_of_one_element_tensor_true',
     ], 'fullgraph: float() of a tensor reads its data (graph break)'),
+    # 3
+    **dict.fromkeys([
+        'test_list::remove_list_method',
+        'test_list::remove_matches_identity_before_richcompare_list_method',
+        'test_list::remove_uses_item_richcompare_list_method',
+    ], 'fullgraph: list.remove is not supported'),
+    # 3
+    **dict.fromkeys([
+        'test_list::sort_empty_during_sort_list_method',
+        'test_list::sort_list_method',
+        'test_list::sort_user_defined_lt_list_method',
+    ], 'fullgraph: list.sort is not supported'),
     # 3
     **dict.fromkeys([
         '_test_misc_part2::nonlocal_cell_written',
@@ -695,19 +756,44 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: assignment to attribute 'offload_me' of a TensorVar"),
     # 2
     **dict.fromkeys([
-        'test_dicts::dict___iter___dict',
-        'test_dicts::dict___iter___ordered_dict',
-    ], 'fullgraph: attribute __iter__ of a container'),
+        'test_list::binop_add_list',
+        'test_list::binop_add_tuple',
+    ], 'fullgraph: attribute __add__ of a container'),
     # 2
     **dict.fromkeys([
-        'test_dicts::cmp_ne_dict',
-        'test_dicts::cmp_ne_ordered_dict',
-    ], 'fullgraph: attribute __ne__ of a container'),
+        'test_list::getitem_list',
+        'test_list::getitem_tuple',
+    ], 'fullgraph: attribute __getitem__ of a container'),
+    # 2
+    **dict.fromkeys([
+        'test_list::binop_iadd_list_method',
+        'test_list::global_list_inplace_concat',
+    ], 'fullgraph: attribute __iadd__ of a container'),
+    # 2
+    **dict.fromkeys([
+        'test_list::binop_imul_list_method',
+        'test_list::global_list_inplace_repeat',
+    ], 'fullgraph: attribute __imul__ of a container'),
+    # 2
+    **dict.fromkeys([
+        'test_list::cmp_less_than_list',
+        'test_list::cmp_less_than_tuple',
+    ], 'fullgraph: attribute __lt__ of a container'),
+    # 2
+    **dict.fromkeys([
+        'test_list::binop_imul_list',
+        'test_list::binop_imul_tuple',
+    ], 'fullgraph: attribute __mul__ of a container'),
     # 2
     **dict.fromkeys([
         'test_dicts::binop_or_dict',
         'test_dicts::binop_or_ordered_dict',
     ], 'fullgraph: attribute __or__ of a container'),
+    # 2
+    **dict.fromkeys([
+        'test_list::sort_cmp_to_key_list_method',
+        'test_list::sort_modified_during_sort_list_method',
+    ], 'fullgraph: call to _functools.cmp_to_key is not supported (not a torch op, not Python code to inline)'),
     # 2
     **dict.fromkeys([
         'test_dicts::dict_new_of_dict',
@@ -790,6 +876,11 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: ember internal error at CALL: NotImplementedError:'),
     # 2
     **dict.fromkeys([
+        'test_list::append_list_method',
+        'test_list::insert_list_method',
+    ], 'fullgraph: ember internal error at CALL_FUNCTION_EX: IndexError: list index out of range'),
+    # 2
+    **dict.fromkeys([
         'test_functions::pybind_object_attribute_false',
         'test_functions::pybind_object_attribute_true',
     ], "fullgraph: ember internal error at LOAD_ATTR: AttributeError: 'builtin_function_or_method' object has no attribute '__code__'"),
@@ -855,6 +946,11 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: str called with tensors or captured containers'),
     # 2
     **dict.fromkeys([
+        'test_exceptions::bare_raise_after_inner_handlers',
+        'test_exceptions::inner_exception_context_is_outer',
+    ], 'fullgraph: truediv raised ZeroDivisionError: division by zero'),
+    # 2
+    **dict.fromkeys([
         '_test_misc_part2::numpy_force_false',
         '_test_misc_part2::numpy_force_true_on_requires_grad',
     ], "graphs: ember 0, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
@@ -908,6 +1004,11 @@ EXPECTED: dict[str, str] = {
         'test_functions::dict_keys_view_is_live',
         'test_functions::inplace_identity_survives_a_break',
     ], 'wrong: out[1]: False != True'),
+    # 2
+    **dict.fromkeys([
+        'test_list::copy_list_method',
+        'test_list::reverse_list_method',
+    ], "wrong: out[1][2]: 'ok' != 'TypeError'"),
     # 2
     **dict.fromkeys([
         'test_dicts::dict_items_cmp_value_present_absent_dict',
@@ -1039,12 +1140,8 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: attribute '__length_hint__' of a IteratorVar is not supported"),
     # 1
     **dict.fromkeys([
-        'test_sets::contains_set',
-    ], 'fullgraph: attribute __contains__ of a container'),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::instance_dunder_dict_copy_does_not_alias_instance_dict',
-    ], 'fullgraph: attribute __setitem__ of a container'),
+        'test_list::delitem_list_method',
+    ], 'fullgraph: attribute __delitem__ of a container'),
     # 1
     **dict.fromkeys([
         'test_dicts::fromkeys_dict_subclass',
@@ -1267,8 +1364,36 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to test_dicts_behaviours.WithMethod is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
+        'test_exceptions::custom_exception_with_init_args',
+    ], 'fullgraph: call to test_exceptions_behaviours.CustomWithArgs is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
         'test_functions::ordered_dict_subclass_from_kwargs',
     ], 'fullgraph: call to test_functions_behaviours.OrderedSub is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_list::list_subclass_new_calls_super',
+    ], 'fullgraph: call to test_list_behaviours.ListWithNew is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_list::list_grandchild_of_new_override',
+    ], 'fullgraph: call to test_list_behaviours.ListWithNewChild is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_list::return_list_grandchild',
+    ], 'fullgraph: call to test_list_behaviours.PlainListChild is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_list::tuple_grandchild_constructed',
+    ], 'fullgraph: call to test_list_behaviours.PlainTupleChild is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_list::tuple_subclass_new_calls_super',
+    ], 'fullgraph: call to test_list_behaviours.TupleWithNew is not supported (not a torch op, not Python code to inline)'),
+    # 1
+    **dict.fromkeys([
+        'test_list::tuple_grandchild_of_new_override',
+    ], 'fullgraph: call to test_list_behaviours.TupleWithNewChild is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         '_test_misc_part1::custom_setattr_on_new_object',
@@ -1297,6 +1422,10 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_functions::dict_of_user_mutable_mapping',
     ], 'fullgraph: ember internal error at CALL: ValueError: not enough values to unpack (expected 2, got 1)'),
+    # 1
+    **dict.fromkeys([
+        'test_list::index_miss_message_tuple',
+    ], 'fullgraph: ember internal error at CALL: ValueError: tuple.index(x): x not in tuple'),
     # 1
     **dict.fromkeys([
         'test_generator::yields_as_subscript_targets',
@@ -1363,12 +1492,20 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: item assignment on a UserObjectVar is not supported'),
     # 1
     **dict.fromkeys([
+        'test_list::extend_list_method',
+    ], 'fullgraph: iteration over a int value is not supported'),
+    # 1
+    **dict.fromkeys([
         'test_dicts::dict_from_mapping_proxy_argument',
     ], 'fullgraph: iteration over a mappingproxy value is not supported'),
     # 1
     **dict.fromkeys([
         'test_dicts::cmp_dict_keys_vs_dict_items_le',
     ], "fullgraph: le raised TypeError: '<=' not supported between instances of 'str' and 'tuple'"),
+    # 1
+    **dict.fromkeys([
+        'test_list::index_miss_message_list_nonconst',
+    ], 'fullgraph: list.index over tensors'),
     # 1
     **dict.fromkeys([
         'test_dicts::cmp_dict_keys_vs_dict_items_lt',
@@ -1437,6 +1574,10 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::unique_consecutive_captured',
     ], 'fullgraph: torch.functional.boolean_dispatch.<locals>.fn depends on tensor data (DynamicOutputShapeException)'),
+    # 1
+    **dict.fromkeys([
+        'test_list::index_miss_message_tuple_nonconst',
+    ], 'fullgraph: tuple.index over tensors'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::ndarray_astype_builtin_types',
@@ -1623,6 +1764,14 @@ EXPECTED: dict[str, str] = {
     ], 'wrong: out[1][2]: 2 != 0'),
     # 1
     **dict.fromkeys([
+        'test_list::clear_list_method',
+    ], "wrong: out[1][3]: 'ok' != 'TypeError'"),
+    # 1
+    **dict.fromkeys([
         'test_generator::membership_consumes_generator',
     ], 'wrong: out[2]: False != True'),
+    # 1
+    **dict.fromkeys([
+        'test_exceptions::reraise_outer_exception_reorders_chain',
+    ], 'wrong: out[4]: False != True'),
 }
