@@ -8,7 +8,8 @@ Two entry points:
   one straight-line aten program. Its in-place ops are then rewritten into functional ones
   (``inplace.remove_mutations``) or, where an alias could observe them, the program is traced
   again through ``torch.func.functionalize`` (functorch's functionalize cannot host autograd
-  itself).
+  itself). Functionalization lets some in-place ops on a composite kernel's own temporaries
+  through (``inplace.remove_leftover_mutations`` rewrites those).
   Running the user's graph under autograd, rather than an already-lowered copy, keeps
   ``torch.no_grad()`` regions and ``detach()`` inside the graph exact.
 
@@ -34,7 +35,7 @@ from .analysis import GraphAnalysis, fake_like, group_base
 from .decompositions import DecompositionTable
 from .errors import AOTUnsupported
 from .graph_utils import MUTATED
-from .inplace import remove_mutations
+from .inplace import remove_leftover_mutations, remove_mutations
 from .symbolic import is_symbolic, known_equal
 from .written_back import WrittenBackInterpreter
 
@@ -130,6 +131,7 @@ def trace_inference(
             torch.func.functionalize(forward, remove="mutations"),
             decomposition_table=decompositions,
         )(primals)
+    remove_leftover_mutations(traced, mode)
     return _finalize(traced, calls, len(primals), 0, keep_input_mutations)
 
 
@@ -180,6 +182,7 @@ def trace_joint(
                 torch.func.functionalize(joint_again, remove="mutations"),
                 decomposition_table=decompositions,
             )(plain, tangents)
+        remove_leftover_mutations(traced, mode)
     result = _finalize(traced, calls, len(primals), len(tangents), False)
     result.diff_outputs = [len(result.mutated_inputs) + k for k in diff]
     result.tangent_layouts = tangent_layouts
