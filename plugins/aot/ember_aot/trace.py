@@ -75,14 +75,22 @@ class _Calls:
             full[i] = p
         # node by node, so that each aten node keeps the ``stack_trace`` (the user's line) of
         # the node it comes from: an error when the graph runs names the user's code
+        keep = frozenset(name for name in self.analysis.base_nodes if name is not None)
+        interpreter = WrittenBackInterpreter(self.gm, keep)
         with fx_traceback.preserve_node_meta():
-            flat = pytree.tree_leaves(WrittenBackInterpreter(self.gm).run(*full))
+            flat = pytree.tree_leaves(interpreter.run(*full))
         outs = [flat[k] for k in self.analysis.graph_outputs]
-        for group in self.analysis.base_groups:
-            # the base analysis chose, when it is an output itself: tracing (functionalization)
-            # does not always keep ``_base`` links, and another member would be returned as base
+        for group, node in zip(self.analysis.base_groups, self.analysis.base_nodes):
+            # the base analysis chose: an output itself, or the node whose value it was; tracing
+            # (functionalization) does not always keep ``_base`` links, and another member
+            # (an ``unbind`` output) would be returned as the base
             member = next((k for k in group if self.analysis.outputs[k].identity), None)
-            outs.append(flat[member] if member is not None else group_base([flat[k] for k in group]))
+            if member is not None:
+                outs.append(flat[member])
+            elif node in interpreter.kept:
+                outs.append(interpreter.kept[node])
+            else:
+                outs.append(group_base([flat[k] for k in group]))
         return outs
 
 

@@ -1,16 +1,21 @@
-"""On a CUDA GPU: training steps whose attention takes an additive mask (issue 45, item 9).
+"""On a CUDA GPU: training steps whose attention takes an additive mask (issue 45, item 9), and
+wav2vec2's, which writes into a view the compiled graph returns (item 10).
 
 CUDA's memory-efficient attention reads a bias whose rows are aligned (``scaled_dot_product_attention``
 pads it to rows of 8 elements and slices it back). On the H200 (torch 2.11) Whisper's and CLIP's
 training steps failed: the compiled forward saved the bias dense for the backward, which was
 compiled for the padded strides, so the backward ran with aten and the kernel refused the bias
 ("attn_bias is not correctly aligned (strideM)"). The same contract is checked on the CPU in
-tests/inductor/test_attention_bias.py and test_extern_layout.py. Skipped without CUDA."""
+tests/inductor/test_attention_bias.py and test_extern_layout.py. wav2vec2's CTC step masks time
+steps of ``hidden_states`` in place after a graph break, and that tensor is a view the compiled
+graph returned: autograd refused the write ("Output 0 of AOTFunctionBackward is a view and is
+being modified inplace"); on the CPU: tests/aot/test_aot_output_views.py. Skipped without CUDA."""
 from __future__ import annotations
 
 import logging
 from typing import Any, Callable
 
+import numpy as np
 import pytest
 import torch
 
@@ -49,6 +54,18 @@ def _clip_text() -> tuple[torch.nn.Module, dict]:
     return transformers.CLIPTextModel(config), {"input_ids": ids, "attention_mask": torch.tensor([[1] * 6, [1] * 3 + [0] * 3])}
 
 
+def _wav2vec2() -> tuple[torch.nn.Module, dict]:
+    """CTC training with SpecAugment's time masks (drawn with numpy: seeded per step below)."""
+    config = _no_dropout(transformers.Wav2Vec2Config(
+        vocab_size=20, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
+        conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2, pad_token_id=0, ctc_loss_reduction="mean", mask_time_prob=0.5,
+        mask_time_length=2))
+    g = torch.Generator().manual_seed(1)
+    return transformers.Wav2Vec2ForCTC(config), {"input_values": torch.randn(2, 800, generator=g),
+                                                 "labels": torch.randint(1, 20, (2, 5), generator=g)}
+
+
 def _loss(out: Any) -> torch.Tensor:
     return out.loss if getattr(out, "loss", None) is not None else out.last_hidden_state.square().mean()
 
@@ -63,12 +80,13 @@ def _train_step(build: Callable, compiled: bool) -> tuple[torch.Tensor, dict]:
         loss = _loss(model(**b))
         loss.backward()
         return loss.detach()
+    np.random.seed(0)
     loss = (ember.compile(step) if compiled else step)(**batch)
     return loss, {n: p.grad for n, p in model.named_parameters()}
 
 
-@pytest.mark.parametrize("build", [_whisper, _clip_text], ids=["whisper", "clip_text"])
-def test_training_step_with_an_additive_mask_matches_eager(build: Callable, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("build", [_whisper, _clip_text, _wav2vec2], ids=["whisper", "clip_text", "wav2vec2"])
+def test_training_step_matches_eager(build: Callable, caplog: pytest.LogCaptureFixture) -> None:
     expected_loss, expected = _train_step(build, compiled=False)
     with caplog.at_level(logging.WARNING, logger="ember"):
         loss, grads = _train_step(build, compiled=True)
