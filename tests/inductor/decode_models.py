@@ -7,10 +7,14 @@ and what transformers' ``StaticCache`` does.
 """
 from __future__ import annotations
 
-from typing import Callable
+import logging
+from typing import Any, Callable
 
+import pytest
 import torch
 import torch.nn.functional as F
+
+import ember
 
 
 class KVCache(torch.nn.Module):
@@ -94,3 +98,16 @@ def assert_same_caches(got: TinyLM, expected: TinyLM) -> None:
     for a, b in zip(got.layers, expected.layers):
         for name in ("k_cache", "v_cache"):
             torch.testing.assert_close(getattr(a.kv, name), getattr(b.kv, name), rtol=2e-2, atol=2e-2)
+
+
+def check_decode(device: str, steps: int, caplog: pytest.LogCaptureFixture, mode: str | None = None,
+                 options: dict | None = None, **sizes: Any) -> None:
+    """gpt-fast's loop with ``decode_one_token`` compiled whole (``fullgraph=True``): the tokens
+    eager's, the caches eager's up to rounding, and nothing logged (no graph run eagerly)."""
+    compiled_model, eager_model = twin_models(device, **sizes)
+    step = ember.compile(decode_one_token, fullgraph=True, mode=mode, options=options)
+    with caplog.at_level(logging.WARNING, logger="ember"):
+        got = decode(step, compiled_model, steps, device)
+    assert got == decode(decode_one_token, eager_model, steps, device)
+    assert_same_caches(compiled_model, eager_model)
+    assert not [r for r in caplog.records if r.name.startswith("ember")], [r.getMessage() for r in caplog.records]

@@ -9,20 +9,10 @@ tests/inductor/triton/test_triton_gpu_decode.py.
 """
 from __future__ import annotations
 
-import logging
-
 import pytest
-import torch
 
-import ember
-from decode_models import assert_same_caches, decode, decode_one_token, twin_models
+from decode_models import check_decode
 
 
 def test_decode_with_a_static_kv_cache_compiles_and_matches_eager(caplog: pytest.LogCaptureFixture) -> None:
-    compiled_model, eager_model = twin_models("cpu")
-    step = ember.compile(decode_one_token, fullgraph=True, options={"eager_fallback": False})
-    with caplog.at_level(logging.WARNING, logger="ember"):
-        got = decode(step, compiled_model, 6, "cpu")
-    assert got == decode(decode_one_token, eager_model, 6, "cpu")
-    assert_same_caches(compiled_model, eager_model)
-    assert not [r for r in caplog.records if r.name.startswith("ember")], [r.getMessage() for r in caplog.records]
+    check_decode("cpu", 6, caplog, options={"eager_fallback": False})

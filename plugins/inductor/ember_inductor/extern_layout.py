@@ -13,7 +13,8 @@ heads) stay broadcast over a compact buffer. Strides whose dimensions overlap ot
 buffer's layout: such a value is handed as it is.
 
 ``RULES`` holds what kernels need beyond eager's strides, per op and argument (a position, or a
-keyword's name): the strides a rule returns replace the traced ones. Graph outputs get their
+keyword's name): the strides a rule returns replace the traced ones. ``OUTPUT_RULES`` does the
+same for results the wrapper allocates itself (matrix products on the GPU, as ``out=``). Graph outputs get their
 traced strides too (``GraphLowering._output_value``): a tensor the forward saves for the backward
 must reach the backward graph in the strides that graph was compiled for, the joint trace's.
 """
@@ -33,29 +34,64 @@ aten = torch.ops.aten
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
-    """What a kernel needs of one argument: ``strides(size, traced strides)``, and a storage
-    offset that is a multiple of ``offset_multiple`` elements."""
+    """What a kernel needs of one argument: ``strides(size, traced strides, dtype)``, and a
+    storage offset that is a multiple of ``offset(dtype)`` elements; ``gpu``: only in graphs
+    whose kernels are Triton's (CUDA's vendor libraries)."""
 
-    strides: Callable[[list, list], list]
-    offset_multiple: int = 1
+    strides: Callable[[list, list, torch.dtype], list]
+    offset: Callable[[torch.dtype], int] = lambda dtype: 1
+    gpu: bool = False
 
 
-def _dense_last_dim(size: list, stride: list) -> list:
+def _matrix_alignment(dtype: torch.dtype) -> int:
+    """Elements in 16 bytes: cuBLAS's vectorized kernels load 16 bytes at a time."""
+    return max(1, 16 // dtype.itemsize) if dtype.is_floating_point else 1
+
+
+def _aligned_matrix(size: list, stride: list, dtype: torch.dtype) -> list:
+    """A matrix (or batch of matrices) whose leading stride is a multiple of 16 bytes: cuBLAS
+    runs a product on its fast kernels only when every operand's and the result's are, and its
+    ``*_align1`` kernels otherwise (GPT-2's 50257-word vocabulary: the logits and their gradient
+    rows, issue 47). Row-major or column-major matrices get their leading stride rounded up
+    (gaps at the end of each row); other layouts stay eager's."""
+    n = _matrix_alignment(dtype)
+    if len(size) < 2 or n == 1 or not all(sympy.sympify(v).is_Integer for v in (*size, *stride)):
+        return stride
+    size, stride = [int(v) for v in size], [int(v) for v in stride]
+    rows, cols = size[-2], size[-1]
+    if cols > 1 and stride[-1] == 1 and stride[-2] >= cols and stride[-2] % n:
+        lead, inner = -2, cols          # row-major
+    elif rows > 1 and stride[-2] == 1 and stride[-1] >= rows and stride[-1] % n:
+        lead, inner = -1, rows          # column-major
+    else:
+        return stride
+    out = list(stride)
+    out[lead] = -(-inner // n) * n
+    extent = out[lead] * (rows if lead == -2 else cols)
+    for d in range(len(size) - 3, -1, -1):  # batches: right after each other, a broadcast kept
+        if stride[d] != 0:
+            out[d] = extent
+            extent *= size[d]
+    return out
+
+
+def _dense_last_dim(size: list, stride: list, dtype: torch.dtype) -> list:
     """Attention kernels read rows of their inputs as contiguous vectors."""
     if size and size[-1] != 1 and stride[-1] != 1:
         return indexing.contiguous_strides(size)
     return stride
 
 
-def _aligned_bias(size: list, stride: list) -> list:
+def _aligned_bias(size: list, stride: list, dtype: torch.dtype) -> list:
     """CUDA memory-efficient attention's bias: rows aligned (``attention_bias``)."""
     if len(size) not in (3, 4):
-        return _dense_last_dim(size, stride)
+        return _dense_last_dim(size, stride, dtype)
     return aligned_strides(size, [st == 0 and s != 1 for s, st in zip(size, stride)])
 
 
 ROWS = Rule(_dense_last_dim)
-ALIGNED_BIAS = Rule(_aligned_bias, ALIGNMENT)
+ALIGNED_BIAS = Rule(_aligned_bias, lambda dtype: ALIGNMENT)
+MATRIX = Rule(_aligned_matrix, _matrix_alignment, gpu=True)
 
 
 def _rows(*positions: Any, bias: Any = None, bias_rule: Rule = ALIGNED_BIAS) -> dict[Any, Rule]:
@@ -75,16 +111,35 @@ RULES: dict[Any, dict[Any, Rule]] = {
     aten._scaled_dot_product_flash_attention_for_cpu.default: _rows(0, 1, 2, bias="attn_mask", bias_rule=ROWS),
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _rows(0, 1, 2, 3, 4, bias="attn_mask",
                                                                              bias_rule=ROWS),
+    aten.mm.default: {0: MATRIX, 1: MATRIX},
+    aten.addmm.default: {1: MATRIX, 2: MATRIX},
+    aten.bmm.default: {0: MATRIX, 1: MATRIX},
+    aten.baddbmm.default: {1: MATRIX, 2: MATRIX},
 }
 
+#: Ops whose result the wrapper allocates itself, in the strides a rule gives it (passed as
+#: ``out=``): cuBLAS's kernel choice depends on the result's leading stride too.
+OUTPUT_RULES: dict[Any, Rule] = {op: MATRIX for op in (aten.mm.default, aten.addmm.default, aten.bmm.default,
+                                                        aten.baddbmm.default)}
 
-def wanted(op: Any, key: Any, size: list, traced: list) -> tuple[list, int]:
+
+def wanted(op: Any, key: Any, size: list, traced: list, dtype: torch.dtype, gpu: bool) -> tuple[list, int]:
     """The strides and the offset multiple argument ``key`` (a position or a keyword) of ``op``
-    is handed in: eager's (``traced``) unless a rule asks for more."""
+    is handed in: eager's (``traced``) unless a rule asks for more; ``gpu``: the graph's kernels
+    are Triton's."""
     rule = RULES.get(op, {}).get(key)
-    if rule is None:
+    if rule is None or (rule.gpu and not gpu):
         return traced, 1
-    return [sympy.sympify(s) for s in rule.strides(size, traced)], rule.offset_multiple
+    return [sympy.sympify(s) for s in rule.strides(size, traced, dtype)], rule.offset(dtype)
+
+
+def output_strides(op: Any, size: list, traced: list, dtype: torch.dtype, gpu: bool) -> list | None:
+    """The strides the wrapper allocates ``op``'s result in, when not the ones its kernel picks."""
+    rule = OUTPUT_RULES.get(op)
+    if rule is None or (rule.gpu and not gpu):
+        return None
+    strides = [sympy.sympify(s) for s in rule.strides(size, traced, dtype)]
+    return None if same_strides(ir.Layout(size, traced, dtype), size, strides) else strides
 
 
 def non_overlapping(size: Sequence[Any], stride: Sequence[Any]) -> bool:
@@ -135,7 +190,7 @@ def laid_out(value: ir.IRNode, stride: Sequence[Any], new_buffer: Callable[[ir.P
     stride = [sympy.sympify(s) for s in stride]
     current = _strided(value)
     if current is not None and same_strides(current.layout, size, stride) \
-            and is_multiple(getattr(current.layout, "offset", 0), offset_multiple):
+            and is_multiple(current.layout.offset, offset_multiple):
         return current
     broadcast = [s != 1 and st == 0 for s, st in zip(size, stride)]
     compact = [sympy.S.One if b else s for s, b in zip(size, broadcast)]

@@ -18,7 +18,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from . import indexing, ir
-from .extern_layout import laid_out, non_overlapping, same_sizes, same_strides, wanted
+from .extern_layout import laid_out, non_overlapping, output_strides, same_sizes, same_strides, wanted
 from .codegen.language import kernel_language
 from .symbolic import SymbolicUnsupported, to_expr, to_exprs
 from .lowering import LOWERINGS, REALIZED_INPUTS, NotLowerable
@@ -67,6 +67,7 @@ class GraphLowering:
         self._counter = 0
         self._current_node: torch.fx.Node | None = None
         self.device_type = _graph_device(gm)  # kernels are generated for this device's tensors
+        self._gpu = kernel_language(self.device_type) == "triton"  # CUDA's libraries run the externs
 
     # -- buffers -------------------------------------------------------------------------
     def _new_name(self, prefix: str) -> str:
@@ -172,7 +173,7 @@ class GraphLowering:
         size = to_exprs(traced.shape)
         if not same_sizes(value.get_size(), size):
             return value.as_tensor_arg()
-        stride, offset_multiple = wanted(op, key, size, to_exprs(traced.stride()))
+        stride, offset_multiple = wanted(op, key, size, to_exprs(traced.stride()), value.get_dtype(), self._gpu)
         return laid_out(value, stride, self.new_computed_buffer, offset_multiple)
 
     def _on_device(self, node: torch.fx.Node, val: Any) -> bool:
@@ -298,6 +299,10 @@ class GraphLowering:
                     raise SymbolicUnsupported(f"{op} returns a symbolic int")
                 return v
             layout = ir.Layout(to_exprs(v.shape), to_exprs(v.stride()), v.dtype)
+            stride = None if path or mutates else output_strides(op, layout.size, layout.stride, v.dtype, self._gpu)
+            if stride is not None:  # allocated by the wrapper, passed as out=
+                layout = ir.Layout(layout.size, stride, v.dtype)
+                kernel.out = True
             out = ir.ExternOutput(self._new_name("buf"), layout, kernel, path, alias_of)
             self.names[out.name] = out
             kernel.outputs.append(out)
@@ -332,6 +337,8 @@ class GraphLowering:
             return value.realize(stride) if view is None else self._traced_layout(value, val)
         if isinstance(value, ir.InputBuffer) and not (node.op == "placeholder" or _is_view_op(node)):
             return ir.Pointwise(value.get_size(), value.get_dtype(), value.make_loader()).realize(stride)
+        if isinstance(value, ir.ExternOutput) and value.kernel.out and val is not None:
+            return self._traced_layout(value, val)  # a result allocated padded: eager's strides
         if isinstance(value, (ir.Buffer, ir.ReinterpretView)):
             return value
         return value.realize(stride)

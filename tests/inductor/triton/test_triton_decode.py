@@ -9,13 +9,11 @@ modes, is tests/inductor/triton/test_triton_gpu_decode.py.
 """
 from __future__ import annotations
 
-import logging
-
 import pytest
 import torch
 
 import ember
-from decode_models import assert_same_caches, decode, decode_one_token, twin_models
+from decode_models import check_decode
 from triton_checks import interpreter_only
 from undefined_outputs import first_of_pair
 
@@ -24,13 +22,7 @@ pytestmark = pytest.mark.usefixtures("triton_kernels")
 
 
 def test_decode_with_a_static_kv_cache_matches_eager(caplog: pytest.LogCaptureFixture) -> None:
-    compiled_model, eager_model = twin_models("cpu", layers=2)
-    step = ember.compile(decode_one_token, fullgraph=True, options={"eager_fallback": False})
-    with caplog.at_level(logging.WARNING, logger="ember"):
-        got = decode(step, compiled_model, 4, "cpu")
-    assert got == decode(decode_one_token, eager_model, 4, "cpu")
-    assert_same_caches(compiled_model, eager_model)
-    assert not [r for r in caplog.records if r.name.startswith("ember")], [r.getMessage() for r in caplog.records]
+    check_decode("cpu", 4, caplog, options={"eager_fallback": False})
 
 
 def test_an_output_left_undefined_and_never_read_is_not_bound() -> None:

@@ -12,20 +12,14 @@ import pytest
 import torch
 
 import ember
-from decode_models import assert_same_caches, decode, decode_one_token, twin_models
+from decode_models import check_decode
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize("mode", [None, "reduce-overhead"])
 def test_gpt_fast_decode_matches_eager(mode: str | None, caplog: pytest.LogCaptureFixture) -> None:
-    compiled_model, eager_model = twin_models("cuda", vocab=256, dim=256, heads=4, layers=2, length=64)
-    step = ember.compile(decode_one_token, fullgraph=True, mode=mode)
-    with caplog.at_level(logging.WARNING, logger="ember"):
-        got = decode(step, compiled_model, 20, "cuda")
-    assert got == decode(decode_one_token, eager_model, 20, "cuda")
-    assert_same_caches(compiled_model, eager_model)
-    assert not [r for r in caplog.records if r.name.startswith("ember")], [r.getMessage() for r in caplog.records]
+    check_decode("cuda", 20, caplog, mode=mode, vocab=256, dim=256, heads=4, layers=2, length=64)
 
 
 @pytest.mark.parametrize("mode", [None, "reduce-overhead"])

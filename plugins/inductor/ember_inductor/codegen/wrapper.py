@@ -253,15 +253,23 @@ class WrapperCodegen:
                 lines.append(f"{kname}({args})")
             elif isinstance(g, ExternGroup):
                 kernel = g.node.kernel
-                linear_args = _as_linear(kernel)
+                linear_args = None if kernel.out else _as_linear(kernel)
                 if linear_args is not None:
                     op, call = "linear", ", ".join(self._value(a) for a in linear_args)
                 else:
                     op = self._op(kernel.op)
                     call = ", ".join([self._arg(a) for a in kernel.args] +
                                      [f"{k}={self._arg(v)}" for k, v in kernel.kwargs.items()])
-                outs = [o for o in kernel.outputs if o.name in used]
-                if isinstance(kernel.result_spec, (list, tuple)) and outs:
+                outs = [o for o in kernel.outputs if o.name in used or kernel.out]
+                if kernel.out:  # into a result allocated in its layout (extern_layout.OUTPUT_RULES)
+                    (o,) = outs
+                    var = f"b{n_var}"
+                    n_var += 1
+                    lines.append(f"{var} = empty_strided({self._sizes(o.layout.size)}, {self._sizes(o.layout.stride)}, "
+                                 f"dtype={self._dtype(o.layout.dtype)}{self.alloc_device})")
+                    lines.append(f"{op}({call}, out={var})")
+                    self.var[o.name] = var
+                elif isinstance(kernel.result_spec, (list, tuple)) and outs:
                     tmp = f"r{n_var}"
                     n_var += 1
                     lines.append(f"{tmp} = {op}({call})")
