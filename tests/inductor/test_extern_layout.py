@@ -129,7 +129,8 @@ def test_buffers_take_strides_with_gaps_and_never_overlapping_ones():
 def test_kernel_rules_ask_more_than_eager_strides_only_where_kernels_need_it():
     from ember_inductor.extern_layout import wanted
     efficient = torch.ops.aten._scaled_dot_product_efficient_attention.default
-    assert wanted(efficient, 3, [2, 4, 1, 13], [13, 0, 13, 1]) == ([16, 0, 16, 1], 8)  # bias rows aligned
-    assert wanted(efficient, 0, [2, 4, 5, 8], [160, 8, 32, 1]) == ([160, 8, 32, 1], 1)  # eager's q
-    assert wanted(efficient, 0, [2, 4, 5, 8], [160, 40, 1, 5]) == ([160, 40, 8, 1], 1)  # rows dense
-    assert wanted(torch.ops.aten.mm.default, 0, [4, 6], [1, 4]) == ([1, 4], 1)
+    f32 = torch.float32
+    assert wanted(efficient, 3, [2, 4, 1, 13], [13, 0, 13, 1], f32, True) == ([16, 0, 16, 1], 8)  # bias rows aligned
+    assert wanted(efficient, 0, [2, 4, 5, 8], [160, 8, 32, 1], f32, True) == ([160, 8, 32, 1], 1)  # eager's q
+    assert wanted(efficient, 0, [2, 4, 5, 8], [160, 40, 1, 5], f32, True) == ([160, 40, 8, 1], 1)  # rows dense
+    assert wanted(torch.ops.aten.mm.default, 0, [4, 6], [1, 4], f32, False) == ([1, 4], 1)  # C++ graphs: eager's
