@@ -116,3 +116,53 @@ def test_rewritten_graph_writes_inputs_back_at_the_end():
     expected = buffer_updated_twice(x, expected_buf)
     torch.testing.assert_close(gm(x, buf), expected)
     torch.testing.assert_close(buf, expected_buf)
+
+
+def _in_place_temporary_and_buffer_write(x, buf):
+    h = x * 2
+    h.add_(1)
+    h.mul_(3)
+    buf.copy_(h)
+    return h.cos()
+
+
+def test_in_place_ops_functionalization_lets_through_are_rewritten():
+    """What a composite kernel run below functionalization leaves in a functionalized graph:
+    in-place ops on its own temporaries (torch 2.13's bfloat16 ``rms_norm`` adds its epsilon with
+    ``add_``). They become functional; the write into the input stays, as functionalization's."""
+    from torch._subclasses import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from ember_aot.inplace import remove_leftover_mutations
+
+    mode = FakeTensorMode()
+    with mode:
+        gm = make_fx(_in_place_temporary_and_buffer_write)(torch.randn(3), torch.randn(3))
+    remove_leftover_mutations(gm, mode)
+    mutating = [n.target for n in gm.graph.nodes if n.op == "call_function" and n.target._schema.is_mutable]
+    assert mutating == [torch.ops.aten.copy_.default]
+    x, buf, expected_buf = torch.randn(3), torch.zeros(3), torch.zeros(3)
+    torch.testing.assert_close(gm(x, buf), _in_place_temporary_and_buffer_write(x, expected_buf))
+    torch.testing.assert_close(buf, expected_buf)
+
+
+class _NormWithCounter(torch.nn.Module):
+    """bfloat16 RMSNorm (its composite kernel's ``add_``) next to a buffer written in place, so the
+    inference trace goes through functionalization."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.RMSNorm(8).to(torch.bfloat16)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return self.norm(x) * 2
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_bfloat16_rms_norm_with_a_buffer_write_is_compiled(grad):
+    def inputs(step):
+        return [torch.randn(4, 8, dtype=torch.bfloat16, requires_grad=grad)]
+    with torch.set_grad_enabled(grad):
+        compare_module(_NormWithCounter, inputs, BACKENDS["aot_eager"], steps=2, tol=1e-2)

@@ -106,3 +106,39 @@ def test_symbolic_pad_and_slice_of_the_bias_is_one_kernel() -> None:
     mask = torch.rand(2, 1, 1, 13) > 0.2
     call = _generated(_padded_attention, "symbolic", q, k, v, mask).split("def call_checked")[0]
     assert len(re.findall(r"\bc\d+\(", call)) == 1 and len(re.findall(r"\bkernel\d+\(", call)) == 1, call
+
+
+def _trained_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """A training step's attention on CUDA (``preprocess_mask``): the padded bias is an argument
+    of the forward and, saved, of the backward."""
+    bias = torch.where(mask, 0.0, float("-inf"))
+    keys = bias.shape[-1]
+    bias = aten.constant_pad_nd(bias, [0, (8 - keys % 8) % 8])[..., :keys]
+    return aten._scaled_dot_product_efficient_attention(q, k, v, bias, True)[0]
+
+
+def test_saved_bias_reaches_the_backward_in_the_layout_it_was_compiled_for() -> None:
+    """Whisper's and CLIP's training steps on the H200: the forward handed the kernel an aligned
+    copy of the bias but saved a dense one, the backward graph (compiled for the traced, padded
+    strides) got it, ran with aten, and the kernel refused it ("attn_bias is not correctly
+    aligned (strideM)"). One buffer now: the padded bias, both the kernel's and the saved one."""
+    from ember_aot import aot_autograd
+    from ember_inductor.decompositions import decompositions
+
+    sources: list[str] = []
+
+    def generate(gm: torch.fx.GraphModule, example_inputs: list) -> object:
+        scheduler = Scheduler(GraphLowering(gm).run())
+        prepared = CppBackend().prepare(scheduler)
+        sources.append(WrapperCodegen(scheduler, prepared.kernels, torch.device("cpu"), prepared.tensor_args)
+                       .generate().split("def call_checked")[1])
+        return lambda *args: None
+    q, k, v = (torch.randn(2, 2, 6, 8, requires_grad=True) for _ in range(3))
+    mask = torch.rand(2, 1, 6, 6) > 0.2
+    aot_autograd(generate, decompositions=decompositions)(torch.fx.symbolic_trace(_trained_attention), [q, k, v, mask])
+    forward, backward = sources
+    biases = re.findall(r"(b\d+) = empty_strided\(\(2, 1, 6, 6, \), \((.*?), \)", forward)
+    assert [stride for _, stride in biases] == ["48, 48, 8, 1"], forward
+    assert re.search(rf"= c\d+\(arg0, arg1, arg2, {biases[0][0]}, True\)", forward), forward
+    assert re.search(rf"return \(.*\b{biases[0][0]}\b", forward), forward  # saved as it is
+    assert "check_layout(arg3, (2, 1, 6, 6, ), (48, 48, 8, 1, ), 'arg3')" in backward, backward

@@ -42,7 +42,17 @@ def _nhwc(x, w, wt):
     return F.conv2d(x, w, padding=1), F.conv_transpose2d(x.exp(), wt), F.max_pool2d(x, 2)
 
 
+def _padded_rows(x, w):
+    """Rows padded to 8 elements and sliced back (SDPA's ``preprocess_mask`` on an attention bias),
+    saved for the backward by the product: the forward must hand the backward those strides (the
+    saved bias reached Whisper's and CLIP's backward dense, ran with aten, and CUDA's attention
+    backward refused it); as an output it keeps them too."""
+    b = F.pad(x * 2, (0, 2))[..., :6]
+    return torch.bmm(b, w), b
+
+
 CASES = {
+    "padded_rows_saved": (_padded_rows, [(3, 6, 6), (3, 6, 5)]),
     "sdpa": (_sdpa, [(2, 2, 5, 8)] * 3),
     "sdpa_transposed_heads": (_attention, [(2, 6, 16)] * 3),
     "matmuls_and_rows": (_matmuls_and_rows, [(5, 3), (4, 5), (4, 3, 5), (6, 3, 5), (4, 5), (4,), (4,)]),
@@ -102,3 +112,25 @@ def test_first_call_failure_of_a_compiled_graph_runs_it_with_aten(caplog, monkey
     compiled = compile_aten_graph(bad, [x, torch.tensor([1])], strict=False)
     with pytest.raises(IndexError):
         compiled(x, torch.tensor([9]))
+
+
+def test_buffers_take_strides_with_gaps_and_never_overlapping_ones():
+    from ember_inductor.extern_layout import non_overlapping
+    assert non_overlapping([2, 1, 6, 6], [48, 48, 8, 1])      # a padded bias
+    assert non_overlapping([3, 6, 6], [48, 1, 8])             # its transpose
+    assert non_overlapping([2, 4, 6, 6], [144, 1, 24, 4])     # channels last
+    assert not non_overlapping([2, 4, 6], [24, 0, 1])         # broadcast
+    assert not non_overlapping([4, 6], [4, 1])                # rows overlap
+    assert non_overlapping([4, 6], [1, 4])                    # column major
+    assert not non_overlapping([4, 6], [1, 3])                # columns overlap
+    assert non_overlapping([1, 6], [0, 1])                    # a size-1 dimension has no stride
+
+
+def test_kernel_rules_ask_more_than_eager_strides_only_where_kernels_need_it():
+    from ember_inductor.extern_layout import wanted
+    efficient = torch.ops.aten._scaled_dot_product_efficient_attention.default
+    f32 = torch.float32
+    assert wanted(efficient, 3, [2, 4, 1, 13], [13, 0, 13, 1], f32, True) == ([16, 0, 16, 1], 8)  # bias rows aligned
+    assert wanted(efficient, 0, [2, 4, 5, 8], [160, 8, 32, 1], f32, True) == ([160, 8, 32, 1], 1)  # eager's q
+    assert wanted(efficient, 0, [2, 4, 5, 8], [160, 40, 1, 5], f32, True) == ([160, 40, 8, 1], 1)  # rows dense
+    assert wanted(torch.ops.aten.mm.default, 0, [4, 6], [1, 4], f32, False) == ([1, 4], 1)  # C++ graphs: eager's

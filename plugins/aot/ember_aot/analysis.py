@@ -9,7 +9,8 @@ The result (``GraphAnalysis``) says, with no real computation:
 - for every output: whether it requires grad, and whether it aliases an input or another
   output. Aliased outputs are not produced by the compiled graph; the runtime regenerates them
   as views (of the real input, or of one "base" tensor the compiled graph returns), so callers
-  observe the same aliasing as in eager.
+  observe the same aliasing as in eager; outputs one ``unbind`` or ``split`` made are regenerated
+  by one call (``views.MultiView``), so that an in-place op on one fails as in eager.
 """
 from __future__ import annotations
 
@@ -64,6 +65,11 @@ class GraphAnalysis:
     base_devices: list[torch.device]
     grad_enabled: bool
     identities: dict[str, torch.fx.Node] = dataclasses.field(default_factory=dict)  # see identity.py
+    # per base group: the node of the torch-level graph whose value the base is (None: no node's)
+    base_nodes: list[str | None] = dataclasses.field(default_factory=list)
+    # sets of output positions made by one call of a multi-output view op (``unbind``, ``split``)
+    # from one source, requiring grad: autograd refuses an in-place op on any of them
+    multi_views: list[list[int]] = dataclasses.field(default_factory=list)
 
     @property
     def graph_outputs(self) -> list[int]:
@@ -130,6 +136,40 @@ def group_base(members: list[torch.Tensor]) -> torch.Tensor:
         if o.requires_grad and root is not base:
             raise AOTUnsupported("outputs requiring grad alias each other through different bases")
     return base
+
+
+def _multi_views(flat: list[Any], outputs: list[OutputInfo], fakes: list[Any], bases: list[torch.Tensor]
+                 ) -> list[list[int]]:
+    """Output positions that one call of a multi-output view op made (they share their autograd
+    node), from one dense source, requiring grad (see ``GraphAnalysis.multi_views``)."""
+    by_node: dict[int, list[int]] = {}
+    for k, (o, info) in enumerate(zip(flat, outputs)):
+        if info.kind in (INPUT_ALIAS, BASE_ALIAS) and info.requires_grad and not info.identity \
+                and o.grad_fn is not None:
+            by_node.setdefault(id(o.grad_fn), []).append(k)
+    sets = []
+    for ks in by_node.values():
+        kinds = {(outputs[k].kind, outputs[k].source) for k in ks}
+        if len(ks) < 2 or len(kinds) != 1:
+            continue
+        kind, source = next(iter(kinds))
+        src = fakes[source] if kind == INPUT_ALIAS else bases[source]
+        if _dense(src):
+            sets.append(ks)
+    return sets
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Is ``t`` laid out densely (a permutation of contiguous strides) at static sizes?"""
+    dims = sorted((st, s) for s, st in zip(t.size(), t.stride()) if s != 1)
+    if any(isinstance(v, torch.SymInt) for d in dims for v in d):
+        return False
+    expected = 1
+    for st, s in dims:
+        if st != expected:
+            return False
+        expected *= s
+    return True
 
 
 def analyze(
@@ -205,6 +245,8 @@ def analyze(
         base_devices=[b.device for b in bases],
         grad_enabled=grad_enabled,
         identities=recorder.identities,
+        base_nodes=[recorder.producer(b) for b in bases],
+        multi_views=_multi_views(flat, outputs, fakes, bases),
     )
     if grad_inputs_written and analysis.needs_autograd:
         raise AOTUnsupported(f"in-place mutation of input {grad_inputs_written[0]}, which requires grad, "

@@ -24,15 +24,17 @@ def _state(t: torch.Tensor) -> tuple:
 
 class IdentityRecorder(torch.fx.Interpreter):
     """Runs a graph like ``GraphModule.__call__``; ``identities`` maps the name of each call that
-    returned an argument unchanged to that argument's node."""
+    returned an argument unchanged to that argument's node; ``producer(t)`` names the node that
+    first returned the tensor ``t`` (None if none did)."""
 
     def __init__(self, gm: torch.fx.GraphModule) -> None:
         super().__init__(gm)
         self.identities: dict[str, torch.fx.Node] = {}
+        self._producers: dict[int, tuple[str, torch.Tensor]] = {}  # id -> (node name, the tensor, kept alive)
 
     def run_node(self, n: torch.fx.Node) -> Any:
         if n.op not in ("call_function", "call_method"):
-            return super().run_node(n)
+            return self._note(n, super().run_node(n))
         inputs = [(a, self.env[a]) for a in n.all_input_nodes if isinstance(self.env.get(a), torch.Tensor)]
         before = [_state(t) for _, t in inputs]
         result = super().run_node(n)
@@ -40,7 +42,16 @@ class IdentityRecorder(torch.fx.Interpreter):
             if result is t and _state(t) == state:
                 self.identities[n.name] = node
                 break
+        return self._note(n, result)
+
+    def _note(self, n: torch.fx.Node, result: Any) -> Any:
+        if isinstance(result, torch.Tensor):
+            self._producers.setdefault(id(result), (n.name, result))
         return result
+
+    def producer(self, t: torch.Tensor) -> str | None:
+        name, tensor = self._producers.get(id(t), (None, None))
+        return name if tensor is t else None
 
 
 def forward_identities(gm: torch.fx.GraphModule, identities: dict[str, torch.fx.Node]) -> torch.fx.GraphModule:

@@ -11,6 +11,12 @@ graph input gets a trailing ``copy_`` of its final value, which is how functiona
 it. It returns False, having changed nothing, when a mutation could be observed through an alias
 (a view of the mutated tensor, graph inputs sharing storage, an op writing several arguments),
 and the caller then functionalizes by tracing again.
+
+``remove_leftover_mutations`` is the same rewrite after functionalization, for the in-place ops
+it lets through: a composite kernel may run below the functionalization layer (torch 2.13's
+bfloat16 ``rms_norm`` adds its epsilon with ``add_`` on the mean it just computed), so its
+in-place ops on its own temporaries reach the graph. Only such writes to graph intermediates
+are rewritten; the trailing ``copy_`` into mutated inputs stays as functionalization wrote it.
 """
 from __future__ import annotations
 
@@ -99,20 +105,53 @@ def remove_mutations(gm: torch.fx.GraphModule, mode: FakeTensorMode, primals: Se
     """Make ``gm`` functional in place (see the module docstring); False, unchanged, if it cannot.
 
     ``primals`` are the fake tensors the leading placeholders were traced with."""
-    graph = gm.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    mutations = [n for n in graph.nodes if _is_mutation(n)]
+    mutations = [n for n in gm.graph.nodes if _is_mutation(n)]
     if not mutations:
         return True
     if _shares_storage(primals):
         return False
-    root: dict[torch.fx.Node, torch.fx.Node] = {}  # in-place op (or written tensor) -> written tensor
-    writes: dict[torch.fx.Node, list[torch.fx.Node]] = {}  # written tensor -> its in-place ops
+    return _rewrite(gm, mode, mutations)
+
+
+def remove_leftover_mutations(gm: torch.fx.GraphModule, mode: FakeTensorMode) -> None:
+    """Rewrite, in a functionalized ``gm``, the in-place ops on intermediates that no view
+    aliases into functional ones (see the module docstring); writes into graph inputs, and
+    chains that cannot be rewritten, stay (the caller reports what survives)."""
+    root = _written_tensors([n for n in gm.graph.nodes if _is_mutation(n)])
+    if root is None:
+        return
+    leftovers = [n for n, tensor in root.items() if _is_mutation(n) and tensor.op != "placeholder"]
+    by_tensor: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+    for node in leftovers:
+        by_tensor.setdefault(root[node], []).append(node)
+    rewritable = [n for tensor, ops in by_tensor.items() if _unaliased(tensor, ops) for n in ops]
+    if rewritable:
+        _rewrite(gm, mode, [n for n in gm.graph.nodes if n in set(rewritable)])
+
+
+def _written_tensors(mutations: list[torch.fx.Node]) -> dict[torch.fx.Node, torch.fx.Node] | None:
+    """In-place op (and each tensor written) -> the tensor it writes, following chains of
+    in-place ops on their first argument; None when one writes to a non-node."""
+    root: dict[torch.fx.Node, torch.fx.Node] = {}
     for node in mutations:
         base = node.args[0] if node.args else None
         if not isinstance(base, torch.fx.Node):
-            return False
+            return None
         root[node] = root[base] = root.get(base, base)
+    return root
+
+
+def _rewrite(gm: torch.fx.GraphModule, mode: FakeTensorMode, mutations: list[torch.fx.Node]) -> bool:
+    """Replace the in-place ops ``mutations`` (in graph order) by functional ones, later readers
+    reading their results and a written input getting a trailing ``copy_``; False, unchanged,
+    when one of them cannot be."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    root = _written_tensors(mutations)
+    if root is None:
+        return False
+    writes: dict[torch.fx.Node, list[torch.fx.Node]] = {}  # written tensor -> its in-place ops
+    for node in mutations:
         writes.setdefault(root[node], []).append(node)
     if not all(_unaliased(tensor, ops) for tensor, ops in writes.items()):
         return False
@@ -131,7 +170,7 @@ def remove_mutations(gm: torch.fx.GraphModule, mode: FakeTensorMode, primals: Se
             else:
                 with graph.inserting_before(node):
                     value = graph.call_function(op, node.args, node.kwargs)
-                value.meta["val"] = val
+                value.meta = {**node.meta, "val": val}
             current[root[node]] = value
     for node in reversed(mutations):
         graph.erase_node(node)

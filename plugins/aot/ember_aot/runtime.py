@@ -9,7 +9,8 @@
    ``_foreach_copy_`` per dtype and device);
 3. rebuilds the user's outputs: tensors the graph produced, views of inputs (regenerated from
    the real input after the write-back, so they alias it as in eager), views of a base tensor
-   the graph returned (so outputs that aliased each other in eager still do), constants.
+   the graph returned (so outputs that aliased each other in eager still do), constants. An
+   in-place op on any of them is taken or refused as eager's autograd would (``views``).
 
 Tensors saved for the backward live on the autograd ctx, so each call has its own. A plan
 traced with symbolic sizes (``symbolic_inputs``) saves sizes too, as ints; the layouts it needs
@@ -35,6 +36,7 @@ from .bw_variants import BackwardVariants
 from .grad_groups import GradGroup
 from .mutations import AliasCheck, WriteBack, picker
 from .symbolic import SizeProgram
+from .views import MultiView, not_a_view
 
 log = logging.getLogger("ember.aot")
 
@@ -75,13 +77,13 @@ class AOTFunction(torch.autograd.Function):
             _save(ctx, outs[n:])
             # the new values of mutated inputs stay in ``outs`` for the write-back: they never
             # get gradients, and each output of an autograd Function costs a wrapping
-            fwd = tuple(outs[m:n])
+            fwd = tuple(map(not_a_view, outs[m:n]))
             if plan.nondiff_produced:
                 ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_produced))
             return fwd
         # detached: a node's saved values must not hold (and keep alive) another node's outputs
         _save(ctx, [_detached(outs[n + s]) for s in plan.grad_groups[g].saved])
-        return tuple(outs[i] for i in plan.group_outputs[g])
+        return tuple(not_a_view(outs[i]) for i in plan.group_outputs[g])
 
     @staticmethod
     def backward(ctx, *grads: torch.Tensor):  # type: ignore[override]
@@ -237,10 +239,13 @@ class CompiledPlan:
                 layout = None if info.identity else (info.layout.size, info.layout.stride, info.layout.offset)
                 self._rebuild.append((info.kind, slot, layout, info.requires_grad))
         self._base_layouts = [(b.size, b.stride) for b in self.analysis.base_layouts]
+        # outputs one multi-output view call made: (positions, their (kind, slot), their layouts)
+        self._multi_views = [(ks, self._rebuild[ks[0]][:2], [self._rebuild[k][2] for k in ks])
+                             for ks in self.analysis.multi_views]
         self._n_outputs = len(self._rebuild)
         # the common case: the user's outputs are the graph's outputs, in order, as a tuple
         self._passthrough = (
-            not self.mutated_inputs and not self._base_slots
+            not self.mutated_inputs and not self._base_slots and not self.analysis.multi_views
             and [r[:2] for r in self._rebuild] == [(GRAPH, i) for i in range(n_graph)]
             and self.analysis.out_spec == pytree.tree_structure(tuple(range(n_graph)))
         )
@@ -325,6 +330,10 @@ class CompiledPlan:
                 else:
                     size, stride, offset = layout
                     result.append(src.as_strided(size, stride, src.storage_offset() + offset))
+        for positions, (kind, slot), layouts in self._multi_views:
+            src = args[slot] if kind == INPUT_ALIAS else outs[slot]
+            for k, view in zip(positions, MultiView.apply(src, layouts)):
+                result[k] = view
         return pytree.tree_unflatten(result, self.analysis.out_spec)
 
 

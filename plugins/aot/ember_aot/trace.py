@@ -8,7 +8,8 @@ Two entry points:
   one straight-line aten program. Its in-place ops are then rewritten into functional ones
   (``inplace.remove_mutations``) or, where an alias could observe them, the program is traced
   again through ``torch.func.functionalize`` (functorch's functionalize cannot host autograd
-  itself).
+  itself). Functionalization lets some in-place ops on a composite kernel's own temporaries
+  through (``inplace.remove_leftover_mutations`` rewrites those).
   Running the user's graph under autograd, rather than an already-lowered copy, keeps
   ``torch.no_grad()`` regions and ``detach()`` inside the graph exact.
 
@@ -34,7 +35,7 @@ from .analysis import GraphAnalysis, fake_like, group_base
 from .decompositions import DecompositionTable
 from .errors import AOTUnsupported
 from .graph_utils import MUTATED
-from .inplace import remove_mutations
+from .inplace import remove_leftover_mutations, remove_mutations
 from .symbolic import is_symbolic, known_equal
 from .written_back import WrittenBackInterpreter
 
@@ -74,14 +75,22 @@ class _Calls:
             full[i] = p
         # node by node, so that each aten node keeps the ``stack_trace`` (the user's line) of
         # the node it comes from: an error when the graph runs names the user's code
+        keep = frozenset(name for name in self.analysis.base_nodes if name is not None)
+        interpreter = WrittenBackInterpreter(self.gm, keep)
         with fx_traceback.preserve_node_meta():
-            flat = pytree.tree_leaves(WrittenBackInterpreter(self.gm).run(*full))
+            flat = pytree.tree_leaves(interpreter.run(*full))
         outs = [flat[k] for k in self.analysis.graph_outputs]
-        for group in self.analysis.base_groups:
-            # the base analysis chose, when it is an output itself: tracing (functionalization)
-            # does not always keep ``_base`` links, and another member would be returned as base
+        for group, node in zip(self.analysis.base_groups, self.analysis.base_nodes):
+            # the base analysis chose: an output itself, or the node whose value it was; tracing
+            # (functionalization) does not always keep ``_base`` links, and another member
+            # (an ``unbind`` output) would be returned as the base
             member = next((k for k in group if self.analysis.outputs[k].identity), None)
-            outs.append(flat[member] if member is not None else group_base([flat[k] for k in group]))
+            if member is not None:
+                outs.append(flat[member])
+            elif node in interpreter.kept:
+                outs.append(interpreter.kept[node])
+            else:
+                outs.append(group_base([flat[k] for k in group]))
         return outs
 
 
@@ -130,6 +139,7 @@ def trace_inference(
             torch.func.functionalize(forward, remove="mutations"),
             decomposition_table=decompositions,
         )(primals)
+    remove_leftover_mutations(traced, mode)
     return _finalize(traced, calls, len(primals), 0, keep_input_mutations)
 
 
@@ -180,6 +190,7 @@ def trace_joint(
                 torch.func.functionalize(joint_again, remove="mutations"),
                 decomposition_table=decompositions,
             )(plain, tangents)
+        remove_leftover_mutations(traced, mode)
     result = _finalize(traced, calls, len(primals), len(tangents), False)
     result.diff_outputs = [len(result.mutated_inputs) + k for k in diff]
     result.tangent_layouts = tangent_layouts

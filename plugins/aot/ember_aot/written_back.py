@@ -35,7 +35,19 @@ def _written_back(name: str, args: tuple, kwargs: dict) -> Any:
 
 
 class WrittenBackInterpreter(torch.fx.Interpreter):
-    """``torch.fx.Interpreter`` with the in-place clamps of ``WRITTEN_BACK`` rewritten."""
+    """``torch.fx.Interpreter`` with the in-place clamps of ``WRITTEN_BACK`` rewritten; the values
+    of the nodes named in ``keep`` stay in ``kept`` after the run."""
+
+    def __init__(self, gm: torch.fx.GraphModule, keep: frozenset[str] = frozenset()) -> None:
+        super().__init__(gm)
+        self.keep = keep
+        self.kept: dict[str, Any] = {}
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        result = super().run_node(n)
+        if n.name in self.keep:
+            self.kept[n.name] = result
+        return result
 
     def call_method(self, target: Any, args: tuple, kwargs: dict) -> Any:
         if target in WRITTEN_BACK:

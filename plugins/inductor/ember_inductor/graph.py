@@ -18,7 +18,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from . import indexing, ir
-from .attention_bias import BIAS_ARG, aligned_bias
+from .extern_layout import laid_out, non_overlapping, output_strides, same_sizes, same_strides, wanted
 from .codegen.language import kernel_language
 from .symbolic import SymbolicUnsupported, to_expr, to_exprs
 from .lowering import LOWERINGS, REALIZED_INPUTS, NotLowerable
@@ -67,6 +67,7 @@ class GraphLowering:
         self._counter = 0
         self._current_node: torch.fx.Node | None = None
         self.device_type = _graph_device(gm)  # kernels are generated for this device's tensors
+        self._gpu = kernel_language(self.device_type) == "triton"  # CUDA's libraries run the externs
 
     # -- buffers -------------------------------------------------------------------------
     def _new_name(self, prefix: str) -> str:
@@ -74,12 +75,12 @@ class GraphLowering:
         self._counter += 1
         return name
 
-    def new_computed_buffer(self, data: "ir.Pointwise | ir.Reduction", stride: Sequence[int] | None,
-                            gaps: bool = False) -> ir.ComputedBuffer:
-        """A buffer computed from ``data``, laid out with ``stride`` when it is dense (else
-        contiguous), or as given with ``gaps`` (the caller's strides do not overlap)."""
+    def new_computed_buffer(self, data: "ir.Pointwise | ir.Reduction", stride: Sequence[int] | None
+                            ) -> ir.ComputedBuffer:
+        """A buffer computed from ``data``, laid out with ``stride`` when a buffer can have it (no
+        two elements at one address; gaps allowed, as a padded attention bias's), else contiguous."""
         size = list(data.get_size())
-        if stride is None or len(stride) != len(size) or not (gaps or indexing.is_dense(size, stride)):
+        if stride is None or len(stride) != len(size) or not non_overlapping(size, stride):
             stride = indexing.contiguous_strides(size)
         layout = ir.Layout(size, to_exprs(stride), data.get_dtype())
         buf = ir.ComputedBuffer(self._new_name("buf"), layout, data)
@@ -153,16 +154,27 @@ class GraphLowering:
                 log.debug("no lowering for %s: %s: %s", node.target, type(exc).__name__, exc)
         return self._extern(node, args, kwargs, val)
 
-    @staticmethod
-    def _realize_lazy(args: Any, node: torch.fx.Node, positions: Sequence[int]) -> Any:
+    def _realize_lazy(self, args: Any, node: torch.fx.Node, positions: Sequence[int]) -> Any:
         """``args`` with the lazy values at ``positions`` computed into buffers (a view of a
         buffer as it is), in the strides the aten graph traced for them."""
         args = list(args)
         for i in positions:
             arg = node.args[i]
             if isinstance(args[i], ir.IRNode) and isinstance(arg, torch.fx.Node):
-                args[i] = _with_traced_layout(args[i], arg.meta.get("val"))
+                args[i] = self._traced_layout(args[i], arg.meta.get("val"))
         return args
+
+    def _traced_layout(self, value: ir.IRNode, traced: Any, op: Any = None, key: Any = None) -> ir.IRNode:
+        """``value`` as argument ``key`` of the extern ``op`` (or as a buffer): in the strides of
+        ``traced``, the fake tensor the aten graph recorded, which are the strides eager hands
+        the kernel, or in those ``extern_layout.RULES`` ask for (``extern_layout``)."""
+        if not isinstance(traced, torch.Tensor) or traced.layout != torch.strided:
+            return value.as_tensor_arg()
+        size = to_exprs(traced.shape)
+        if not same_sizes(value.get_size(), size):
+            return value.as_tensor_arg()
+        stride, offset_multiple = wanted(op, key, size, to_exprs(traced.stride()), value.get_dtype(), self._gpu)
+        return laid_out(value, stride, self.new_computed_buffer, offset_multiple)
 
     def _on_device(self, node: torch.fx.Node, val: Any) -> bool:
         """Are the node's result and its tensor inputs lowerable tensors on the graph's device?"""
@@ -267,17 +279,14 @@ class GraphLowering:
                     value.realize(to_exprs(traced[id(value)].stride()))
             self._realize_pending()
 
-        def to_arg(a: Any) -> Any:
-            if not isinstance(a, ir.IRNode):
-                return a
-            return a.as_tensor_arg() if mutates else _with_traced_layout(a, traced.get(id(a)))
-        bias = BIAS_ARG.get(op)
-        if bias is not None and bias < len(args) and isinstance(args[bias], ir.IRNode):
-            args = list(args)
-            args[bias] = aligned_bias(args[bias], traced.get(id(args[bias])),
-                                      lambda data, stride: self.new_computed_buffer(data, stride, gaps=True))
-        args = pytree.tree_map(to_arg, args, is_leaf=lambda a: isinstance(a, ir.IRNode))
-        kwargs = pytree.tree_map(to_arg, kwargs, is_leaf=lambda a: isinstance(a, ir.IRNode))
+        def to_arg(key: Any, value: Any) -> Any:
+            def one(a: Any) -> Any:
+                if not isinstance(a, ir.IRNode):
+                    return a
+                return a.as_tensor_arg() if mutates else self._traced_layout(a, traced.get(id(a)), op, key)
+            return pytree.tree_map(one, value, is_leaf=lambda a: isinstance(a, ir.IRNode))
+        args = tuple(to_arg(i, a) for i, a in enumerate(args))
+        kwargs = {k: to_arg(k, v) for k, v in kwargs.items()}
         kernel = ir.ExternKernel(self._new_name("extern"), op, tuple(args), dict(kwargs), mutates=mutates)
         alias_of = None
         if schema is not None and any(r.alias_info is not None for r in schema.returns):
@@ -290,6 +299,10 @@ class GraphLowering:
                     raise SymbolicUnsupported(f"{op} returns a symbolic int")
                 return v
             layout = ir.Layout(to_exprs(v.shape), to_exprs(v.stride()), v.dtype)
+            stride = None if path or mutates else output_strides(op, layout.size, layout.stride, v.dtype, self._gpu)
+            if stride is not None:  # allocated by the wrapper, passed as out=
+                layout = ir.Layout(layout.size, stride, v.dtype)
+                kernel.out = True
             out = ir.ExternOutput(self._new_name("buf"), layout, kernel, path, alias_of)
             self.names[out.name] = out
             kernel.outputs.append(out)
@@ -316,53 +329,26 @@ class GraphLowering:
         stride = to_exprs(val.stride()) if isinstance(val, torch.Tensor) else None
         if isinstance(value, ir.View) and value._realized is None:
             view = value.as_strided() if _is_view_op(node) else None
-            return view if view is not None else value.realize(stride)
+            if view is not None and (stride is None or _aliases_an_input(view)
+                                     or same_strides(view.layout, view.get_size(), stride)):
+                return view
+            # a view of a computed buffer laid out otherwise than eager's (a padded attention
+            # bias's slice, saved for the backward): what the backward was compiled for
+            return value.realize(stride) if view is None else self._traced_layout(value, val)
         if isinstance(value, ir.InputBuffer) and not (node.op == "placeholder" or _is_view_op(node)):
             return ir.Pointwise(value.get_size(), value.get_dtype(), value.make_loader()).realize(stride)
+        if isinstance(value, ir.ExternOutput) and value.kernel.out and val is not None:
+            return self._traced_layout(value, val)  # a result allocated padded: eager's strides
         if isinstance(value, (ir.Buffer, ir.ReinterpretView)):
             return value
         return value.realize(stride)
 
 
-def _with_traced_layout(value: ir.IRNode, traced: Any) -> ir.IRNode:
-    """``value`` as an extern kernel's argument, laid out with the strides of ``traced`` (the
-    fake tensor the aten graph recorded for it), which are the strides eager hands the kernel.
-
-    This is the layout contract of extern kernels: some aten kernels read their inputs assuming
-    a layout, and the strides of their outputs, which the wrapper was generated for, follow
-    their inputs' (a convolution fed NHWC data returns NHWC, CPU flash attention's output
-    follows its query). A lazy value is computed directly in those strides; a buffer already
-    laid out otherwise is copied. Strides that are not a dense layout cannot be given to a new
-    buffer: such a value is passed as it is."""
-    if not isinstance(traced, torch.Tensor) or traced.layout != torch.strided:
-        return value.as_tensor_arg()
-    size, stride = to_exprs(traced.shape), to_exprs(traced.stride())
-    dense = indexing.is_dense(size, stride)
-    if isinstance(value, (ir.Pointwise, ir.View)) and value._realized is None:
-        view = value.as_strided() if isinstance(value, ir.View) else None
-        if view is not None and (not dense or _same_strides(view.layout, size, stride)):
-            return view
-        return value.realize(stride)
-    arg = value.as_tensor_arg()
-    if dense and not _same_strides(arg.layout, size, stride):
-        return ir.Pointwise(arg.get_size(), arg.get_dtype(), arg.make_loader()).realize(stride)
-    return arg
-
-
-def _same_strides(layout: ir.Layout, size: list, stride: list) -> bool:
-    """Do ``layout``'s strides equal ``stride`` (dims of size 1 have no stride that matters)?"""
-    return _same_sizes(layout.size, size) and all(
-        s == 1 or _same_size(a, b) for s, a, b in zip(size, layout.stride, stride))
-
-
-def _same_size(a: Any, b: Any) -> bool:
-    """Are two size expressions equal for every value of the symbols?"""
-    a, b = sympy.sympify(a), sympy.sympify(b)
-    return a == b or (not (a.is_Integer and b.is_Integer) and sympy.expand(a - b) == 0)
-
-
-def _same_sizes(a: Any, b: Any) -> bool:
-    return len(a) == len(b) and all(_same_size(x, y) for x, y in zip(a, b))
+def _aliases_an_input(view: ir.ReinterpretView) -> bool:
+    """Is ``view`` a view of an input, a constant or an aten output aliasing one (so that, as an
+    output, it must stay one: the caller may write through it)?"""
+    data = view.data
+    return isinstance(data, (ir.InputBuffer, ir.ConstantBuffer)) or bool(getattr(data, "alias_of", None))
 
 
 def _is_sizes(val: Any) -> bool:
@@ -431,5 +417,5 @@ def _matches(result: Any, val: Any) -> bool:
         return isinstance(result, (list, tuple)) and len(result) == len(val) and all(
             _matches(r, v) for r, v in zip(result, val))
     return (isinstance(result, ir.IRNode) and isinstance(val, torch.Tensor)
-            and _same_sizes(result.get_size(), to_exprs(val.shape))
+            and same_sizes(result.get_size(), to_exprs(val.shape))
             and result.get_dtype() == val.dtype)

@@ -342,6 +342,7 @@ class ExternKernel:
     outputs: list = dataclasses.field(default_factory=list)
     result_spec: Any = None  # pytree of output names / None mirroring the op's return value
     mutates: bool = False
+    out: bool = False  # the wrapper allocates the (one) output in its layout and passes it as out=
 
     def input_buffers(self) -> list[IRNode]:
         out: list[IRNode] = []

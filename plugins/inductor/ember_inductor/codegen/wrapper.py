@@ -4,7 +4,8 @@ Generated as Python source (straight-line code, so the per-call overhead is a fe
 lookups per kernel). Buffers whose last reader has run are reused for later allocations of the
 same size, stride and dtype, or released with ``del``. A second function, ``call_checked``,
 is used on the first call: it also verifies that aten kernels returned the strides the kernels
-were compiled for.
+were compiled for. Only the outputs of an aten call that something reads or returns are bound
+and checked.
 
 With symbolic sizes, the wrapper first binds each size symbol it uses from its inputs
 (``s0 = arg0.size(0)``, a symbolic int input as it is), then computes every allocation's size
@@ -76,6 +77,8 @@ def _reinterpret(t: torch.Tensor, size: tuple, stride: tuple, offset: int) -> to
 
 
 def _check_layout(t: torch.Tensor, size: tuple, stride: tuple, name: str) -> None:
+    if not isinstance(t, torch.Tensor):  # an undefined tensor the meta kernel made a tensor of
+        raise LayoutMismatch(f"{name}: expected a tensor of size {size}, got {type(t).__name__}")
     if tuple(t.shape) != size or any(s != 1 and a != b for s, a, b in zip(size, t.stride(), stride)):
         raise LayoutMismatch(f"{name}: expected size {size} stride {stride}, got {tuple(t.shape)} {t.stride()}")
 
@@ -201,6 +204,10 @@ class WrapperCodegen:
         pinned = {root[ir.unwrap_storage_name(o)] for o in self.graph.outputs
                   if isinstance(o, (ir.Buffer, ir.ReinterpretView))}
         pinned |= {b.name for b in self.graph.inputs if b is not None}
+        # extern outputs something reads or returns: the others are never bound (an aten kernel
+        # may leave an output undefined where its meta kernel made one, e.g. cuDNN attention's
+        # logsumexp when it is not asked for, which Python sees as None)
+        used = set(pinned).union(*(self._group_reads(g) for g in groups))
         body: list[str] = []
         checked: list[str] = []
         pool: dict[tuple, list[str]] = {}
@@ -246,15 +253,23 @@ class WrapperCodegen:
                 lines.append(f"{kname}({args})")
             elif isinstance(g, ExternGroup):
                 kernel = g.node.kernel
-                linear_args = _as_linear(kernel)
+                linear_args = None if kernel.out else _as_linear(kernel)
                 if linear_args is not None:
                     op, call = "linear", ", ".join(self._value(a) for a in linear_args)
                 else:
                     op = self._op(kernel.op)
                     call = ", ".join([self._arg(a) for a in kernel.args] +
                                      [f"{k}={self._arg(v)}" for k, v in kernel.kwargs.items()])
-                outs = [o for o in kernel.outputs]
-                if isinstance(kernel.result_spec, (list, tuple)):
+                outs = [o for o in kernel.outputs if o.name in used or kernel.out]
+                if kernel.out:  # into a result allocated in its layout (extern_layout.OUTPUT_RULES)
+                    (o,) = outs
+                    var = f"b{n_var}"
+                    n_var += 1
+                    lines.append(f"{var} = empty_strided({self._sizes(o.layout.size)}, {self._sizes(o.layout.stride)}, "
+                                 f"dtype={self._dtype(o.layout.dtype)}{self.alloc_device})")
+                    lines.append(f"{op}({call}, out={var})")
+                    self.var[o.name] = var
+                elif isinstance(kernel.result_spec, (list, tuple)) and outs:
                     tmp = f"r{n_var}"
                     n_var += 1
                     lines.append(f"{tmp} = {op}({call})")

@@ -1,0 +1,93 @@
+"""Matrix products on the GPU get operands and results whose leading strides are multiples of 16
+bytes (``extern_layout.MATRIX``), in the Triton graphs a GPU runs (here in Triton's interpreter).
+
+cuBLAS runs a product on its fast kernels only when every matrix's leading stride is so aligned;
+GPT-2's 50257-word vocabulary makes the logits (rows of 50257) and their gradient unaligned, and
+ember's bf16 training step ran its vocabulary products on Turing-era ``*_align1`` kernels where
+torch.compile (which pads them) got Hopper's (issue 47). The rows are now padded where ember lays
+them out: a product's result allocated padded and passed as ``out=``, an operand computed by a
+kernel written padded. A graph output keeps eager's strides.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import ember
+from triton_checks import interpreter_only
+
+interpreter_only()
+pytestmark = pytest.mark.usefixtures("triton_kernels")
+
+VOCAB, DIM = 101, 64
+
+
+def _logits_loss(x: torch.Tensor, w: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """A language model's head: bf16 logits over an odd vocabulary, a float32 cross entropy."""
+    logits = x.to(torch.bfloat16) @ w.to(torch.bfloat16).t()
+    return torch.nn.functional.cross_entropy(logits.float(), labels)
+
+
+def _wrappers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from ember_inductor.codegen.wrapper import WrapperCodegen
+    sources: list[str] = []
+    generate = WrapperCodegen.generate
+
+    def spy(self):
+        source = generate(self)
+        sources.append(source.split("def call_checked")[0])
+        return source
+    monkeypatch.setattr(WrapperCodegen, "generate", spy)
+    return sources
+
+
+def test_vocabulary_products_get_aligned_rows_and_match_eager(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))  # no stored plan: the wrappers are generated
+    sources = _wrappers(monkeypatch)
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(32, DIM, generator=g), torch.randn(VOCAB, DIM, generator=g) * 0.1
+    labels = torch.randint(0, VOCAB, (32,), generator=g)
+    got = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+    ref = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+    compiled = ember.compile(_logits_loss, options={"eager_fallback": False})
+    loss = compiled(*got, labels)
+    loss.backward()
+    expected = _logits_loss(*ref, labels)
+    expected.backward()
+    torch.testing.assert_close(loss, expected, rtol=1e-3, atol=1e-3)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a.grad, b.grad, rtol=2e-2, atol=2e-3)
+    forward, backward = sources
+    assert re.search(r"(b\d+) = empty_strided\(\(32, 101, \), \(104, 1, \), dtype=torch.bfloat16\)\n"
+                     r"    c\d+\(.*, out=\1\)", forward), forward
+    bf16 = re.findall(r"empty_strided\(\((\d+), (\d+), \), \((\d+), (\d+), \), dtype=torch.bfloat16\)", backward)
+    # the logits' gradient, written padded by its kernel, as the two products read it
+    assert ("32", "101", "104", "1") in bf16 and ("101", "32", "1", "104") in bf16, backward
+    assert not [b for b in bf16 if "101" in b[2:]], backward
+
+
+def test_logits_returned_keep_eager_strides() -> None:
+    def logits(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (x.sin().to(torch.bfloat16) @ w.to(torch.bfloat16).t()) * 2
+    x, w = torch.randn(8, DIM), torch.randn(VOCAB, DIM) * 0.1
+    out = ember.compile(logits, options={"eager_fallback": False})(x, w)
+    expected = logits(x, w)
+    assert out.stride() == expected.stride()
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=3e-2)
+
+
+def test_the_matrix_rule() -> None:
+    from ember_inductor.extern_layout import output_strides, wanted
+    mm, bmm = torch.ops.aten.mm.default, torch.ops.aten.bmm.default
+    bf16 = torch.bfloat16
+    assert wanted(mm, 0, [32, 101], [101, 1], bf16, True) == ([104, 1], 8)       # rows padded
+    assert wanted(mm, 0, [101, 32], [1, 101], bf16, True) == ([1, 104], 8)       # columns padded
+    assert wanted(mm, 1, [64, 101], [1, 64], bf16, True) == ([1, 64], 8)         # aligned: as it is
+    assert wanted(mm, 0, [32, 101], [101, 1], torch.float32, True) == ([104, 1], 4)
+    assert wanted(mm, 0, [32, 101], [101, 1], bf16, False) == ([101, 1], 1)      # C++ graphs: eager's
+    assert wanted(bmm, 0, [3, 5, 7], [35, 7, 1], bf16, True) == ([40, 8, 1], 8)  # batches follow
+    assert wanted(bmm, 0, [3, 5, 7], [0, 7, 1], bf16, True) == ([0, 8, 1], 8)    # a broadcast stays
+    assert output_strides(mm, [32, 101], [101, 1], bf16, True) == [104, 1]
+    assert output_strides(mm, [32, 64], [64, 1], bf16, True) is None
