@@ -39,6 +39,7 @@ import torch
 
 import ember
 from tests.fuzz import pyflags
+from tests.fuzz.harness import BACKEND_OPTIONS
 
 ENV_PREFIX = "EMBER_FUZZ_"
 
@@ -143,10 +144,6 @@ class GlobalState:
         self.flags = {name: getattr(pyflags, name) for name in pyflags.DEFAULTS}
         for key in self.env:
             del os.environ[key]
-
-
-#: backends that take options, and the ones they get: compile errors raise instead of hiding
-BACKEND_OPTIONS = {"inductor": {"strict": True, "eager_fallback": False}}
 
 
 def _float_tensors(value: Any, depth: int = 0) -> Iterator[torch.Tensor]:

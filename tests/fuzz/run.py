@@ -11,9 +11,10 @@ those the variants that a known bug breaks (``pyregressions.known``), so that ne
 about a second each). Prints, per backend, how many programs ran, matched, mismatched, crashed,
 failed to compile, were captured as one graph and compiled, and had a graph or a call run eagerly
 by the backend (ember_aot's warning; such a match is not a compiled one), the graphs, breaks and
-eager fallbacks of capture, then the failure categories. Each failure is
-shrunk (the first few of each category) and written to ``--out`` as a ``Program`` literal with
-its source, ready for ``test_regressions.py`` (``pyregressions.py`` for Python programs).
+eager fallbacks of capture, then the failure categories (``--reasons N``: and the N commonest
+reasons of breaks and fallbacks). Each failure is shrunk (the first few of each category) and
+written to ``--out`` as a program literal with its source, ready for ``test_regressions.py``
+(``pyregressions.py`` for Python programs).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import time
 from typing import Any, Callable
 
 import ember
+from ember import compiled as compiled_mod
 from tests.fuzz import gen, harness, pygen, pyharness
 from tests.fuzz.harness import Outcome
 from tests.fuzz.shrink import shrink
@@ -93,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--training", choices=("random", "yes", "no"), default="random")
     parser.add_argument("--kind", choices=tuple(KINDS), default="tensor")
     parser.add_argument("--skip-known", action="store_true", help="python: leave out known bugs' variants")
+    parser.add_argument("--reasons", type=int, default=0, help="print the N commonest break and fallback reasons")
     args = parser.parse_args(argv)
     backends = parse_backends(args.backends, args.n)
     available = set(ember.list_backends(exclude_tags=()))
@@ -105,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     categories: collections.Counter = collections.Counter()
     shrunk_per_category: collections.Counter = collections.Counter()
     invalid = 0
+    reasons: collections.Counter = collections.Counter()
+
+    def tally(event: str, details: dict) -> None:
+        if event in ("break", "fallback"):
+            reasons[f"{event}: {re.sub(r'[0-9]+', 'N', str(details.get('reason')))[:150]}"] += 1
     start = time.time()
     done = 0
     try:
@@ -124,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
             for backend, limit in backends.items():
                 if i >= limit:
                     continue
-                outcome = kind.check(program, backend, expected)
+                compiled_mod.OBSERVERS.append(tally)
+                try:
+                    outcome = kind.check(program, backend, expected)
+                finally:
+                    compiled_mod.OBSERVERS.remove(tally)
                 ember.reset()
                 c = counts[backend]
                 c[outcome.status] += 1
@@ -163,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
               f"(in {c['fallback_programs']} programs)")
     for key, n in categories.most_common():
         print(f"  {n:5d}  {key}")
+    if args.reasons:
+        print("commonest break and fallback reasons (all backends):")
+        for key, n in reasons.most_common(args.reasons):
+            print(f"  {n:5d}  {key}")
     return 1 if categories else 0
 
 
