@@ -15,10 +15,6 @@ from tests.fuzz.pyprogram import PyProgram, Twin
 from tests.fuzz.pystate import compare
 
 
-def _label(k: int) -> str:
-    return f"call {k}"
-
-
 def expect(program: PyProgram) -> bool:
     """Whether ``program`` is a valid test: two eager twins run every call alike."""
     return check(program, None).status == "ok"
@@ -38,15 +34,15 @@ def check(program: PyProgram, backend: Any, expected: Any = None) -> Outcome:
             try:
                 want = eager.call(k)
             except Exception as exc:
-                return Outcome("invalid", f"{_label(k)}: eager raises {type(exc).__name__}: {exc}")
+                return Outcome("invalid", f"call {k}: eager raises {type(exc).__name__}: {exc}")
             try:
                 got = other.call(k)
             except BackendCompilerFailed as exc:
-                return Outcome("backend_error", f"{_label(k)}: {str(exc).splitlines()[0]}", **observer.counts())
+                return Outcome("backend_error", f"call {k}: {str(exc).splitlines()[0]}", **observer.counts())
             except Exception as exc:
-                detail = f"{_label(k)}: {type(exc).__name__}: {str(exc).strip()}"
+                detail = f"call {k}: {type(exc).__name__}: {str(exc).strip()}"
                 return Outcome("crash" if backend is not None else "invalid", detail, **observer.counts())
             if (d := compare(eager, want, other, got)):
-                return Outcome("mismatch" if backend is not None else "invalid", f"{_label(k)}: {d}",
+                return Outcome("mismatch" if backend is not None else "invalid", f"call {k}: {d}",
                                **observer.counts())
     return Outcome("ok", "", **observer.counts())

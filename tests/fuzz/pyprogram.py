@@ -176,7 +176,7 @@ class Twin:
         module = types.ModuleType(f"pyfuzz_{role}")  # a real module: dataclasses look theirs up
         sys.modules[module.__name__] = module
         self.ns: dict[str, Any] = module.__dict__
-        with self.state, warnings.catch_warnings():
+        with self.state, warnings.catch_warnings(), torch.random.fork_rng(devices=[]):  # setup seeds torch
             warnings.simplefilter("ignore")
             exec(compile(source, filename, "exec"), self.ns)
         self.fn = self.ns["f"]

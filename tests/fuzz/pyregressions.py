@@ -80,6 +80,30 @@ CASES: dict[str, Case] = {
         outputs=("acc",), args=(("x0", "A0"),), mutations=((1, "Q.v = property(lambda self: 5.0)"),), calls=2),
         "guards: a property read through an instance is not guarded on its class: replacing it is not seen "
         "(issue 45 item 3)", ("property_replaced",)),
+    "method_patched_on_class": Case(ALL, PyProgram(
+        setup=("A0 = rand(2, 4, seed=6935)", "class C:\n    scale = 2.0\n    def step(self, t):\n"
+                                             "        return t * self.scale", "O = C()"),
+        stmts=("acc = x0 * 1.0", "acc = O.step(acc)"),
+        outputs=("acc",), args=(("x0", "A0"),), mutations=((1, "C.step = lambda self, t: t - self.scale"),),
+        calls=2),
+        "guards: a method looked up through an instance is not guarded on its class: patching it is not "
+        "seen (issue 45 item 3)", ("method_patched",)),
+    "method_patched_on_instance": Case(ALL, PyProgram(
+        setup=("A0 = rand(2, 4, seed=6935)", "class C:\n    scale = 2.0\n    def step(self, t):\n"
+                                             "        return t * self.scale", "O = C()"),
+        stmts=("acc = x0 * 1.0", "acc = O.step(acc)"),
+        outputs=("acc",), args=(("x0", "A0"),),
+        mutations=((1, "O.step = types.MethodType(lambda self, t: t * 3, O)"),), calls=2),
+        "guards: an instance attribute that shadows a method is not seen: no guard on the instance's "
+        "__dict__ (issue 45 item 3)", ("method_patched",)),
+    "contains_of_user_object": Case(ALL, PyProgram(
+        setup=("A0 = rand(2, 4, seed=27)", "class Box:\n    def __init__(self):\n        self.items = [1, 2]\n"
+                                           "    def __contains__(self, v):\n        return v in self.items",
+               "UC = Box()"),
+        stmts=("acc = x0 * 1.0", "acc = acc * (2 if 3 in UC else 1)"),
+        outputs=("acc",), args=(("x0", "A0"),), mutations=((1, "UC.items.append(3)"),), calls=2),
+        "guards: `v in obj` through a user __contains__ is not guarded on what it read (issue 45 item 3)",
+        ("user_container",)),
     "lru_cache_result_baked": Case(ALL, PyProgram(
         setup=("A0 = rand(3, seed=7208)", "import functools\nSCALE = 2\n@functools.lru_cache(maxsize=None)\n"
                                           "def cached(n):\n    return n * SCALE"),

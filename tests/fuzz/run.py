@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 key = f"{backend} {kind.key(outcome)}"
                 categories[key] += 1
-                print(f"[seed {seed}] {key}", flush=True)
+                made_of = f" (variants: {', '.join(program.variants)})" if hasattr(program, "variants") else ""
+                print(f"[seed {seed}] {key}{made_of}", flush=True)
                 shrunk = program
                 if shrunk_per_category[key] < args.shrink_per_category:
                     shrunk_per_category[key] += 1
