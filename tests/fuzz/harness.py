@@ -87,7 +87,8 @@ def execute(fn: Any, program: Program, variant: int = 0) -> Run:
                grads=[a.grad if isinstance(a, torch.Tensor) and a.requires_grad else None for a in args])
 
 
-def _differ(what: str, expected: Any, actual: Any) -> str | None:
+def differ(what: str, expected: Any, actual: Any) -> str | None:
+    """How ``actual`` differs from ``expected`` (a tensor at the dtype's tolerance, else ``==``), None if not."""
     if isinstance(expected, torch.Tensor) != isinstance(actual, torch.Tensor):
         return f"{what}: {type(actual).__name__} instead of {type(expected).__name__}"
     if not isinstance(expected, torch.Tensor):
@@ -116,15 +117,15 @@ def compare(expected: Run, actual: Run) -> str | None:
     if len(expected.outputs) != len(actual.outputs):
         return f"outputs: {len(actual.outputs)} values instead of {len(expected.outputs)}"
     for k, (e, a) in enumerate(zip(expected.outputs, actual.outputs)):
-        if (d := _differ(f"output {k}", e, a)):
+        if (d := differ(f"output {k}", e, a)):
             return d
     for k, (e, a) in enumerate(zip(expected.inputs_after, actual.inputs_after)):
-        if (d := _differ(f"input {k} after the call", e, a)):
+        if (d := differ(f"input {k} after the call", e, a)):
             return d
     for k, (e, a) in enumerate(zip(expected.grads, actual.grads)):
         if (e is None) != (a is None):
             return f"grad of input {k}: {'None' if a is None else 'a tensor'} instead of {'None' if e is None else 'a tensor'}"
-        if e is not None and (d := _differ(f"grad of input {k}", e, a)):
+        if e is not None and (d := differ(f"grad of input {k}", e, a)):
             return d
     return None
 
@@ -152,44 +153,58 @@ def check(program: Program, backend: Any, expected: list[Run | None] | None = No
     expected = expect(program) if expected is None else expected
     if expected[0] is None:
         return Outcome("invalid", "eager raises")
-    events = {"graph": 0, "break": 0, "fallback": 0, "backend_eager": 0}
-
-    def observe(event: str, details: dict) -> None:
-        if event in events:
-            events[event] += 1
-
     options = BACKEND_OPTIONS.get(backend) if isinstance(backend, str) else None
     compiled = ember.compile(program.function(), backend=backend, options=options)
-    suppress = ember.config.suppress_errors
-    ember.config.suppress_errors = False
-    compiled_mod.OBSERVERS.append(observe)
-    eager_plans = _EagerPlans(events)  # every call's, where capture counts are the first call's
-    logging.getLogger("ember").addHandler(eager_plans)
     label = CALLS[0][1]
-    try:
-        for (variant, label), want in zip(CALLS, expected):
-            if want is None:
-                continue
-            got = execute(compiled, program, variant)
-            if observe in compiled_mod.OBSERVERS:  # capture counts are the first call's
-                compiled_mod.OBSERVERS.remove(observe)
-            if (d := compare(want, got)):
-                return Outcome("mismatch", f"{label}: {d}", **_counts(events))
-    except BackendCompilerFailed as exc:
-        return Outcome("backend_error", f"{label}: {str(exc).splitlines()[0]}", **_counts(events))
-    except Exception as exc:
-        return Outcome("crash", f"{label}: {type(exc).__name__}: {str(exc).strip()}", **_counts(events))
-    finally:
-        ember.config.suppress_errors = suppress
-        logging.getLogger("ember").removeHandler(eager_plans)
-        if observe in compiled_mod.OBSERVERS:
-            compiled_mod.OBSERVERS.remove(observe)
-    return Outcome("ok", "", **_counts(events))
+    with Observer() as observer:
+        try:
+            for (variant, label), want in zip(CALLS, expected):
+                if want is None:
+                    continue
+                got = execute(compiled, program, variant)
+                observer.pause()  # capture counts are the first call's
+                if (d := compare(want, got)):
+                    return Outcome("mismatch", f"{label}: {d}", **observer.counts())
+        except BackendCompilerFailed as exc:
+            return Outcome("backend_error", f"{label}: {str(exc).splitlines()[0]}", **observer.counts())
+        except Exception as exc:
+            return Outcome("crash", f"{label}: {type(exc).__name__}: {str(exc).strip()}", **observer.counts())
+        return Outcome("ok", "", **observer.counts())
 
 
-def _counts(events: dict[str, int]) -> dict[str, int]:
-    return {"graphs": events["graph"], "breaks": events["break"], "fallbacks": events["fallback"],
-            "backend_eager": events["backend_eager"]}
+class Observer:
+    """While entered: compile errors raise (``suppress_errors`` off) and ember's capture events
+    (graphs, breaks, eager fallbacks) and its backends' "ran eagerly" warnings are counted.
+    ``pause`` stops counting capture events (the warnings are counted on every call)."""
+
+    def __init__(self) -> None:
+        self.events = {"graph": 0, "break": 0, "fallback": 0, "backend_eager": 0}
+        self._eager_plans = _EagerPlans(self.events)
+
+    def _observe(self, event: str, details: dict) -> None:
+        if event in self.events:
+            self.events[event] += 1
+
+    def pause(self) -> None:
+        if self._observe in compiled_mod.OBSERVERS:
+            compiled_mod.OBSERVERS.remove(self._observe)
+
+    def counts(self) -> dict[str, int]:
+        e = self.events
+        return {"graphs": e["graph"], "breaks": e["break"], "fallbacks": e["fallback"],
+                "backend_eager": e["backend_eager"]}
+
+    def __enter__(self) -> "Observer":
+        self._suppress = ember.config.suppress_errors
+        ember.config.suppress_errors = False
+        compiled_mod.OBSERVERS.append(self._observe)
+        logging.getLogger("ember").addHandler(self._eager_plans)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        ember.config.suppress_errors = self._suppress
+        logging.getLogger("ember").removeHandler(self._eager_plans)
+        self.pause()
 
 
 class _EagerPlans(logging.Handler):

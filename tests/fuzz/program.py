@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import math
-from typing import Any, Callable
+import re
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -64,6 +65,9 @@ class Program:
     outputs: tuple[str, ...]
     seed: int = 0
 
+    #: the fields the shrinker reduces, with the length each keeps at least
+    PARTS = (("outputs", 1), ("stmts", 0))
+
     @property
     def source(self) -> str:
         args = ", ".join(i.name for i in self.inputs)
@@ -91,6 +95,19 @@ class Program:
                 inp = dataclasses.replace(inp, value=inp.value + 1 if inp.dtype == "int" else -2 * inp.value)
             out.append(inp.make(self.seed * 1000 + int(inp.name[1:]) + 100 * variant))
         return out
+
+    def simplifications(self) -> Iterator["Program"]:
+        """Simpler variants for the shrinker: an input without ``requires_grad`` or its
+        transposed layout; the inputs that no statement reads dropped."""
+        for k, inp in enumerate(self.inputs):
+            for field in ("requires_grad", "transposed"):
+                if getattr(inp, field):
+                    inputs = list(self.inputs)
+                    inputs[k] = dataclasses.replace(inp, **{field: False})
+                    yield dataclasses.replace(self, inputs=tuple(inputs))
+        used = set(re.findall(r"\w+", "\n".join(self.stmts + self.outputs)))
+        if any(i.name not in used for i in self.inputs):
+            yield dataclasses.replace(self, inputs=tuple(i for i in self.inputs if i.name in used))
 
     def function(self) -> Callable[..., Any]:
         """A new function object for ``source`` (a fresh ember cache each time); its source lines

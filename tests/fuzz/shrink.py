@@ -1,19 +1,19 @@
-"""Shrinks a failing fuzz ``Program`` to a minimal one that fails the same way.
+"""Shrinks a failing fuzz program (``Program`` or ``PyProgram``) to a minimal one that fails the same way.
 
-Delta debugging (Zeller's ddmin) over the program's outputs, then its statements, repeated until
-neither shrinks; then each input loses ``requires_grad`` and its transposed layout where the
-failure stays, and inputs the program no longer reads are dropped. "The same way" is the same
-status (mismatch, crash, backend_error) on the same call and, for exceptions, the same exception type: a
-candidate that eager rejects (a statement whose value was removed) does not reproduce.
+Delta debugging (Zeller's ddmin) over each of the program's ``PARTS`` (outputs, statements; a
+Python program's mutations, setup, cells and arguments too), repeated until none shrinks; then
+the program's own ``simplifications()`` (an input without ``requires_grad`` or its transposed
+layout, unused inputs dropped; fewer calls, no backward) are taken one at a time while the failure
+stays. "The same way" is the same status (mismatch, crash, backend_error) on the same call and,
+for exceptions, the same exception type: a candidate that eager rejects (a statement whose value
+was removed) does not reproduce.
 """
 from __future__ import annotations
 
 import dataclasses
-import re
-from typing import Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from tests.fuzz.harness import Outcome, check
-from tests.fuzz.program import Program
 
 T = TypeVar("T")
 
@@ -42,14 +42,16 @@ def ddmin(items: Sequence[T], reproduces: Callable[[list[T]], bool], keep: int =
     return items
 
 
-def shrink(program: Program, backend: str, log: Callable[[str], None] = lambda _: None) -> Program:
-    """The smallest program found that fails on ``backend`` as ``program`` does."""
+def shrink(program: Any, backend: Any, log: Callable[[str], None] = lambda _: None,
+           check: Callable[[Any, Any], Outcome] = check) -> Any:
+    """The smallest program found that fails on ``backend`` as ``program`` does (according to
+    ``check``: ``harness.check`` for tensor programs, ``pyharness.check`` for Python programs)."""
     target = check(program, backend)
     if target.status not in ("mismatch", "crash", "backend_error"):
         return program
-    seen: dict[Program, bool] = {}
+    seen: dict[Any, bool] = {}
 
-    def fails(candidate: Program) -> bool:
+    def fails(candidate: Any) -> bool:
         if candidate not in seen:
             seen[candidate] = same_failure(check(candidate, backend), target)
         return seen[candidate]
@@ -57,25 +59,10 @@ def shrink(program: Program, backend: str, log: Callable[[str], None] = lambda _
     best = program
     while True:
         before = best
-        outputs = ddmin(best.outputs, lambda o: fails(dataclasses.replace(best, outputs=tuple(o))), keep=1)
-        best = dataclasses.replace(best, outputs=tuple(outputs))
-        stmts = ddmin(best.stmts, lambda s: fails(dataclasses.replace(best, stmts=tuple(s))))
-        best = dataclasses.replace(best, stmts=tuple(stmts))
+        for field, keep in type(best).PARTS:
+            items = ddmin(getattr(best, field), lambda s: fails(dataclasses.replace(best, **{field: tuple(s)})), keep)
+            best = dataclasses.replace(best, **{field: tuple(items)})
+        best = next((c for c in best.simplifications() if fails(c)), best)
         log(f"  shrunk to {len(best.stmts)} statements, {len(best.outputs)} outputs")
         if best == before:
-            break
-    for k, inp in enumerate(best.inputs):
-        for field in ("requires_grad", "transposed"):
-            if getattr(inp, field):
-                inputs = list(best.inputs)
-                inputs[k] = dataclasses.replace(inp, **{field: False})
-                candidate = dataclasses.replace(best, inputs=tuple(inputs))
-                if fails(candidate):
-                    best, inp = candidate, inputs[k]
-    used = set(re.findall(r"\w+", "\n".join(best.stmts + best.outputs)))
-    unused = [i for i in best.inputs if i.name not in used]
-    if unused:
-        candidate = dataclasses.replace(best, inputs=tuple(i for i in best.inputs if i.name in used))
-        if fails(candidate):
-            best = candidate
-    return best
+            return best
