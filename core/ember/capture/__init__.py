@@ -113,6 +113,7 @@ def _capture_with_state(fn: types.FunctionType, f_locals: dict[str, Any], allow_
     saved_level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)  # errors on fakes become our Unsupported, not log spam
     saved_state, saved_rng = global_state.snapshot(), global_state.rng_state()
+    state.entry_state = saved_state
     try:
         return _capture(state, fn, f_locals, allow_breaks)
     finally:  # what the captured code switched is in the graph: the program's state is as it was

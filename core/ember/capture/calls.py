@@ -14,7 +14,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
-from . import autograd_functions, contexts, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
+from . import autograd_functions, contexts, global_state, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
 from .builtin_arity import check_arguments
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
@@ -174,8 +174,23 @@ def _global_state_query(frame: "Frame", fn: Any, args: list[Var]) -> Var:
     answer = evaluate(fn, *values)
     if not isinstance(answer, _ANSWERS):
         return frame.state.graph.call("call_function", fn, tuple(args), {})
-    frame.state.guards.equals(call_source(fn, values), answer)
+    if _answer_at_entry(frame.state.entry_state, fn, values) == answer:
+        frame.state.guards.equals(call_source(fn, values), answer)
+    # else the captured code itself set this state (``with torch.set_grad_enabled(True)``): the
+    # answer follows from the entry state, already guarded, and the code, not from a new guard
     return ConstVar(answer)
+
+
+def _answer_at_entry(entry: Any, fn: Any, values: tuple) -> Any:
+    """What ``fn(*values)`` answered in the global state the call began in."""
+    now = global_state.snapshot()
+    if entry is None or now == entry:
+        return evaluate(fn, *values)
+    entry.restore()
+    try:
+        return evaluate(fn, *values)
+    finally:
+        now.restore()
 
 
 def _call_cached(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:

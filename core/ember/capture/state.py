@@ -38,6 +38,8 @@ class CaptureState:
     made: dict[int, Any] = dataclasses.field(default_factory=dict)
     #: id(module or user object guarded on its class) -> (it, the first source it was read from)
     instances: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+    #: torch's global state when the call began (global_state.GlobalState), set by capture()
+    entry_state: Any = None
 
     def remember(self, var: Any) -> None:
         """Save ``var``'s state the first time the current root instruction changes it."""
