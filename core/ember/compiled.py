@@ -31,6 +31,7 @@ from .ddp_split import compile_by_buckets
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 from .first_call import check_first_call
 from .frame_skip import runs_as_python
+from .interrupts import interrupts_outside_imports
 from .shape_guards import add_shape_guards
 from .settle import settle
 from .shapes import PerShapeCache, ShapePolicy, is_dynamic
@@ -133,14 +134,15 @@ class CompiledFunction:
             if self.entries and log_recompiles.isEnabledFor(logging.INFO):
                 reasons = self.entries[0].reasons(L)
                 log_recompiles.info("recompiling %s: %s", self.name, "; ".join(reasons) or "no guard failed")
-            entry = self._compile(L)
-            self.entries.insert(0, entry)
-            inputs = entry.guard(L)
-            if inputs is None:  # a guard that fails on the call it was made from: an ember bug
-                log_guards.warning("the new guards of %s fail on the call that made them; running "
-                                   "this call eagerly", self.name)
-                return self.call_eager(L)
-            return entry.run(L, inputs)
+            with interrupts_outside_imports():  # a Ctrl-C leaves no half-imported package behind
+                entry = self._compile(L)
+                self.entries.insert(0, entry)
+                inputs = entry.guard(L)
+                if inputs is None:  # a guard that fails on the call it was made from: an ember bug
+                    log_guards.warning("the new guards of %s fail on the call that made them; running "
+                                       "this call eagerly", self.name)
+                    return self.call_eager(L)
+                return entry.run(L, inputs)
 
     def _compile(self, L: dict) -> Entry:
         start = time.perf_counter()
