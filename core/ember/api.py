@@ -7,9 +7,10 @@ from typing import Any, Callable
 
 import torch
 
+from . import torch_caches
 from .backends import REGISTRY
 from .compiled import BackendChoice, CompiledFunction, OptimizedModuleLike, make_wrapper, reset_all, trampoline
-from .interrupts import interrupts_outside_imports
+from .interrupts import safe_interrupts
 from .plugin import CompilerFn
 
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -88,11 +89,16 @@ def _resolve_backend(backend: str | CompilerFn, mode: str | None, options: dict 
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(repr(m) for m in MODES)}")
     if mode is not None and options:
         raise ValueError("pass either mode or options to ember.compile, not both")
-    with interrupts_outside_imports():  # finding the backend may import its plugin
+    with safe_interrupts():  # finding the backend may import its plugin
         name, compiler, spec = REGISTRY.lookup(backend)
     accepts = bool(spec and spec.accepts_options)
     if (mode not in (None, "default") or options) and not accepts:
         raise ValueError(f"backend {name!r} takes neither mode nor options")
+    known = spec.option_names() if options and spec is not None else None
+    unknown = sorted(set(options or ()) - set(known)) if known is not None else []
+    if unknown:  # a typo in an option must not pass silently
+        raise ValueError(f"unknown option(s) {', '.join(map(repr, unknown))} for backend {name!r}; "
+                         f"its options are: {', '.join(sorted(known)) or 'none'}")
     # a callable passed as it is declares dynamic shapes with a ``dynamic = True`` attribute
     dynamic = spec.dynamic if spec is not None else getattr(compiler, "dynamic", False) is True
     return BackendChoice(name, compiler, accepts, mode, options, dynamic=dynamic)
@@ -161,3 +167,4 @@ def reset() -> None:
     pm = REGISTRY.plugin_manager  # plugins already loaded free what they hold (CUDA graphs...)
     if pm is not None:
         pm.hook.ember_reset()
+    torch_caches.release()  # and torch's caches that compiling filled

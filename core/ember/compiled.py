@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-from . import config, distributed
+from . import config, distributed, torch_caches
 from .capture import capture
 from .capture.breaks import ResumeRequest
 from .capture.calls import has_hooks
@@ -31,7 +31,7 @@ from .ddp_split import compile_by_buckets
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 from .first_call import check_first_call
 from .frame_skip import runs_as_python
-from .interrupts import interrupts_outside_imports
+from .interrupts import safe_interrupts
 from .shape_guards import add_shape_guards
 from .settle import settle
 from .shapes import PerShapeCache, ShapePolicy, is_dynamic
@@ -134,7 +134,7 @@ class CompiledFunction:
             if self.entries and log_recompiles.isEnabledFor(logging.INFO):
                 reasons = self.entries[0].reasons(L)
                 log_recompiles.info("recompiling %s: %s", self.name, "; ".join(reasons) or "no guard failed")
-            with interrupts_outside_imports():  # a Ctrl-C leaves no half-imported package behind
+            with safe_interrupts():  # a Ctrl-C leaves no half-imported package or thread behind
                 entry = self._compile(L)
                 self.entries.insert(0, entry)
                 inputs = entry.guard(L)
@@ -146,6 +146,7 @@ class CompiledFunction:
 
     def _compile(self, L: dict) -> Entry:
         start = time.perf_counter()
+        torch_caches.compiling()
         _notify("capturing", active=True)
         try:
             cap = capture(self.fn, L, allow_breaks=not self.fullgraph, policy=self.policy)
