@@ -1,4 +1,5 @@
-"""The user-facing entry points: ``compile``, ``optimize``, ``disable``, ``reset`` and ``OptimizedModule``."""
+"""The user-facing entry points: ``compile``, ``optimize``, ``disable``, ``graph_break``, ``reset`` and
+``OptimizedModule``."""
 from __future__ import annotations
 
 import functools
@@ -159,6 +160,11 @@ def disable(fn: Callable[..., Any] | None = None) -> Any:
 
     eager.__ember_disable__ = True  # type: ignore[attr-defined]
     return eager
+
+
+def graph_break() -> None:
+    """A graph break where compiled code calls it, as ``torch._dynamo.graph_break()`` (which ember
+    recognises too); nothing when it runs eagerly."""
 
 
 def reset() -> None:

@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-from . import config, distributed, torch_caches
+from . import config, distributed, stance, torch_caches
 from .capture import capture
 from .capture.breaks import ResumeRequest
 from .capture.calls import has_hooks
@@ -121,6 +121,10 @@ class CompiledFunction:
                     return entry.run(L, inputs)
             if self.parent is not None and not self.entries and runs_as_python(self.fn, L):
                 return self.call_eager(L)  # a resume function torch.compile would not trace (frame_skip)
+            if stance.STATE.name == "eager_on_recompile":
+                return self.call_eager(L)
+            if stance.STATE.name == "fail_on_recompile":
+                raise stance.recompile_error(self.name, self.entries[0].reasons(L) if self.entries else [])
             if len(self.entries) >= config.cache_size_limit:
                 if not self.limit_warned:
                     self.limit_warned = True
@@ -361,9 +365,13 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
     entries = cf.entries
     bind = cf.bind
     miss = cf.miss
+    fn = cf.fn
+    state = stance.STATE
 
     if has_self:
         def compiled_method(*args: Any, **kwargs: Any) -> Any:
+            if state.force_eager:
+                return fn(bound_self, *args, **kwargs)
             try:
                 L = bind(bound_self, *args, **kwargs)
                 for entry in entries:
@@ -377,6 +385,8 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
         wrapper = compiled_method
     else:
         def compiled_function(*args: Any, **kwargs: Any) -> Any:
+            if state.force_eager:
+                return fn(*args, **kwargs)
             try:
                 L = bind(*args, **kwargs)
                 for entry in entries:

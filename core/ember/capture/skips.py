@@ -8,7 +8,8 @@ at which it runs as it is, once per call, as in eager (``warnings.warn``, ``logg
 (``functools``, ``itertools``, ``contextlib``, ``copy``, ``dataclasses``...) stay inlined.
 
 A function marked with ``torch.compiler.disable`` or ``ember.disable`` is never traced either:
-calling it is a graph break and it runs eagerly, and nothing it calls is compiled.
+calling it is a graph break and it runs eagerly, and nothing it calls is compiled; so are the
+graph break markers, ``ember.graph_break()`` and torch's ``torch._dynamo.graph_break()``.
 """
 from __future__ import annotations
 
@@ -59,8 +60,22 @@ def is_skipped(fn: Any) -> bool:
     return module is not None and module.partition(".")[0] in _STDLIB
 
 
+#: functions whose call is a graph break and nothing more, by module and qualified name (torch's
+#: is recognised without importing torch._dynamo)
+GRAPH_BREAK_MARKERS = frozenset({("torch._dynamo.decorators", "graph_break"), ("ember.api", "graph_break")})
+
+
+def is_graph_break_marker(fn: Any) -> bool:
+    try:
+        return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)) in GRAPH_BREAK_MARKERS
+    except Exception:  # objects with odd __getattr__
+        return False
+
+
 def never_traced(fn: Any) -> str | None:
     """Why ``fn`` is called natively rather than traced, or None when it is traced."""
+    if is_graph_break_marker(fn):
+        return "asks for a graph break (graph_break())"
     if is_disabled(fn):
         return "is marked disabled (torch.compiler.disable / ember.disable)"
     if is_skipped(fn):
@@ -68,4 +83,4 @@ def never_traced(fn: Any) -> str | None:
     return None
 
 
-__all__ = ["INLINED_STDLIB", "is_disabled", "is_skipped", "never_traced"]
+__all__ = ["GRAPH_BREAK_MARKERS", "INLINED_STDLIB", "is_disabled", "is_graph_break_marker", "is_skipped", "never_traced"]
