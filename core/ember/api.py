@@ -51,7 +51,10 @@ class OptimizedModule(torch.nn.Module, OptimizedModuleLike):
             raise AttributeError(name)
         if name == "_orig_mod":
             return modules["_orig_mod"]
-        return getattr(modules["_orig_mod"], name)
+        try:
+            return getattr(modules["_orig_mod"], name)
+        except AttributeError:  # something registered on this wrapper itself (add_module...)
+            return super().__getattr__(name)
 
     def _own(self, name: str) -> bool:
         return name == "_orig_mod" or name in self.__dict__ or hasattr(type(self), name)

@@ -44,14 +44,17 @@ class InterruptAt:
 
 
 def interrupted(fn, n):
-    '''Whether running fn with an interrupt at its n-th call raised KeyboardInterrupt.'''
-    sys.settrace(InterruptAt(n))
+    '''Whether running fn with an interrupt at its n-th call raised KeyboardInterrupt (False
+    when fn made fewer calls; an interrupt that arrived and was not raised is an error).'''
+    interrupt = InterruptAt(n)
+    sys.settrace(interrupt)
     try:
         fn()
     except KeyboardInterrupt:
         return True
     finally:
         sys.settrace(None)
+    assert interrupt.calls < n, f"the interrupt at call {n} was swallowed"
     return False
 """
 exec(INTERRUPT_AT)  # the same helper in this process and in the children

@@ -60,16 +60,25 @@ def is_skipped(fn: Any) -> bool:
     return module is not None and module.partition(".")[0] in _STDLIB
 
 
-#: functions whose call is a graph break and nothing more, by module and qualified name (torch's
-#: is recognised without importing torch._dynamo)
-GRAPH_BREAK_MARKERS = frozenset({("torch._dynamo.decorators", "graph_break"), ("ember.api", "graph_break")})
+#: functions whose call is a graph break and nothing more, by module (as its dotted parts: a name
+#: compared, never imported) and qualified name; torch's is recognised without torch._dynamo
+GRAPH_BREAK_MARKERS = frozenset({(("torch", "_dynamo", "decorators"), "graph_break"), (("ember", "api"), "graph_break")})
 
 
 def is_graph_break_marker(fn: Any) -> bool:
     try:
-        return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)) in GRAPH_BREAK_MARKERS
+        module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+        return isinstance(module, str) and (tuple(module.split(".")), name) in GRAPH_BREAK_MARKERS
     except Exception:  # objects with odd __getattr__
         return False
+
+
+def marker_ignored(fn: Any, caller_globals: dict) -> bool:
+    """A graph break marker that torch's own code calls: it serves torch.compile's pipeline (the
+    optimizers' ``step`` breaks so that AOT sees its no_grad), not the user; ember breaks only
+    where user code asks, as it captured those calls before."""
+    caller = caller_globals.get("__name__")
+    return is_graph_break_marker(fn) and isinstance(caller, str) and caller.partition(".")[0] == "torch"
 
 
 def never_traced(fn: Any) -> str | None:
@@ -83,4 +92,5 @@ def never_traced(fn: Any) -> str | None:
     return None
 
 
-__all__ = ["GRAPH_BREAK_MARKERS", "INLINED_STDLIB", "is_disabled", "is_graph_break_marker", "is_skipped", "never_traced"]
+__all__ = ["GRAPH_BREAK_MARKERS", "INLINED_STDLIB", "is_disabled", "is_graph_break_marker", "is_skipped", "marker_ignored",
+           "never_traced"]
