@@ -10,11 +10,12 @@ Importing ember is cheap: plugins are discovered on first use.
 from __future__ import annotations
 
 from . import config, logs
-from .api import OptimizedModule, compile, disable, optimize, reset
+from .api import OptimizedModule, compile, disable, graph_break, optimize, reset
 from .backends import list_backends, register_backend
 from .errors import BackendCompilerFailed, BackendUnavailable, EmberError, Unsupported
 from .explain import explain
 from .shapes import mark_dynamic, mark_static
+from .stance import set_stance
 from .export import export
 
 __version__ = "0.1.0"
@@ -32,10 +33,12 @@ __all__ = [
     "disable",
     "explain",
     "export",
+    "graph_break",
     "list_backends",
     "mark_dynamic",
     "mark_static",
     "optimize",
     "register_backend",
     "reset",
+    "set_stance",
 ]

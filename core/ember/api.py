@@ -1,4 +1,5 @@
-"""The user-facing entry points: ``compile``, ``optimize``, ``disable``, ``reset`` and ``OptimizedModule``."""
+"""The user-facing entry points: ``compile``, ``optimize``, ``disable``, ``graph_break``, ``reset`` and
+``OptimizedModule``."""
 from __future__ import annotations
 
 import functools
@@ -7,8 +8,10 @@ from typing import Any, Callable
 
 import torch
 
+from . import torch_caches
 from .backends import REGISTRY
 from .compiled import BackendChoice, CompiledFunction, OptimizedModuleLike, make_wrapper, reset_all, trampoline
+from .interrupts import safe_interrupts
 from .plugin import CompilerFn
 
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -18,25 +21,71 @@ class OptimizedModule(torch.nn.Module, OptimizedModuleLike):
     """What ``ember.compile(module)`` returns: calls go through the compiled forward.
 
     The original module is ``_orig_mod`` (so ``state_dict`` keys carry that prefix, as with
-    torch.compile); other attribute reads pass through to it.
+    torch.compile); attribute reads, writes and deletions, and ``training``, pass through to it.
+    A copy (``copy.deepcopy``, a pickle round trip) compiles the copy of ``_orig_mod`` anew with
+    the same settings, so that its compiled code reads its own parameters, never the original's.
     """
 
-    def __init__(self, mod: torch.nn.Module, compiled_call: Callable[..., Any]) -> None:
+    def __init__(self, mod: torch.nn.Module, **settings: Any) -> None:
         super().__init__()
         self._orig_mod = mod
-        self.__dict__["_ember_call"] = compiled_call
+        self.__dict__["_ember_settings"] = settings  # ember.compile's keyword arguments
+        self.__dict__["_ember_call"] = _compile_module(mod, settings)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.__dict__["_ember_call"](*args, **kwargs)
 
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        return self._modules["_orig_mod"].training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        modules = self.__dict__.get("_modules")
+        if modules and "_orig_mod" in modules:  # nn.Module.__init__ sets it before there is one
+            modules["_orig_mod"].training = value
+
     def __getattr__(self, name: str) -> Any:
+        modules = self.__dict__.get("_modules")
+        if not modules or "_orig_mod" not in modules:  # while being built or unpickled
+            raise AttributeError(name)
+        if name == "_orig_mod":
+            return modules["_orig_mod"]
         try:
+            return getattr(modules["_orig_mod"], name)
+        except AttributeError:  # something registered on this wrapper itself (add_module...)
             return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self._modules["_orig_mod"], name)
+
+    def _own(self, name: str) -> bool:
+        return name == "_orig_mod" or name in self.__dict__ or hasattr(type(self), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._own(name):
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if self._own(name):
+            super().__delattr__(name)
+        else:
+            delattr(self._orig_mod, name)
+
+    def __reduce__(self) -> tuple:
+        """Copies and pickles rebuild from the module and the settings (as torch.compile's do)."""
+        return _rebuild_module, (self._orig_mod, self.__dict__["_ember_settings"])
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"
+
+
+def _rebuild_module(mod: torch.nn.Module, settings: dict[str, Any]) -> OptimizedModule:
+    return OptimizedModule(mod, **settings)
+
+
+def _compile_module(mod: torch.nn.Module, settings: dict[str, Any]) -> Callable[..., Any]:
+    choice = _resolve_backend(settings["backend"], settings["mode"], settings["options"])
+    return make_wrapper(CompiledFunction(trampoline(mod), choice, settings["fullgraph"], settings["dynamic"]))
 
 
 def _resolve_backend(backend: str | CompilerFn, mode: str | None, options: dict | None) -> BackendChoice:
@@ -44,10 +93,16 @@ def _resolve_backend(backend: str | CompilerFn, mode: str | None, options: dict 
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(repr(m) for m in MODES)}")
     if mode is not None and options:
         raise ValueError("pass either mode or options to ember.compile, not both")
-    name, compiler, spec = REGISTRY.lookup(backend)
+    with safe_interrupts():  # finding the backend may import its plugin
+        name, compiler, spec = REGISTRY.lookup(backend)
     accepts = bool(spec and spec.accepts_options)
     if (mode not in (None, "default") or options) and not accepts:
         raise ValueError(f"backend {name!r} takes neither mode nor options")
+    known = spec.option_names() if options and spec is not None else None
+    unknown = sorted(set(options or ()) - set(known)) if known is not None else []
+    if unknown:  # a typo in an option must not pass silently
+        raise ValueError(f"unknown option(s) {', '.join(map(repr, unknown))} for backend {name!r}; "
+                         f"its options are: {', '.join(sorted(known)) or 'none'}")
     # a callable passed as it is declares dynamic shapes with a ``dynamic = True`` attribute
     dynamic = spec.dynamic if spec is not None else getattr(compiler, "dynamic", False) is True
     return BackendChoice(name, compiler, accepts, mode, options, dynamic=dynamic)
@@ -76,10 +131,10 @@ def compile(
         return functools.partial(compile, **kwargs)
     if disable:
         return model
-    choice = _resolve_backend(backend, mode, options)
     if isinstance(model, torch.nn.Module):
-        cf = CompiledFunction(trampoline(model), choice, fullgraph, dynamic)
-        return OptimizedModule(model, make_wrapper(cf))
+        return OptimizedModule(model, backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic,
+                               options=options)
+    choice = _resolve_backend(backend, mode, options)
     if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
         cf = CompiledFunction(model.__func__, choice, fullgraph, dynamic)
         return make_wrapper(cf, bound_self=model.__self__, has_self=True)
@@ -110,9 +165,15 @@ def disable(fn: Callable[..., Any] | None = None) -> Any:
     return eager
 
 
+def graph_break() -> None:
+    """A graph break where compiled code calls it, as ``torch._dynamo.graph_break()`` (which ember
+    recognises too); nothing when it runs eagerly."""
+
+
 def reset() -> None:
     """Drop every cached compilation; the next call of each compiled function recompiles."""
     reset_all()
     pm = REGISTRY.plugin_manager  # plugins already loaded free what they hold (CUDA graphs...)
     if pm is not None:
         pm.hook.ember_reset()
+    torch_caches.release()  # and torch's caches that compiling filled

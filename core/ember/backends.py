@@ -56,41 +56,36 @@ class Registry:
         with self._lock:
             if self._discovered:
                 return
+            # built aside and kept only once complete: an interrupted discovery (Ctrl-C while a
+            # plugin imports) leaves nothing half-registered, and the next call starts over
             pm = pluggy.PluginManager(PROJECT)
             pm.add_hookspecs(EmberHookSpecs)
+            entries: dict[str, BackendEntry] = {}
+            errors: dict[str, str] = {}
             declared = importlib.metadata.entry_points()  # one scan of the installed distributions
             plugin_eps = declared.select(group=PLUGIN_GROUP)
             for ep in plugin_eps:
                 try:
                     pm.register(ep.load(), name=ep.name)
                 except Exception as exc:  # a broken plugin must not break ember
-                    self.plugin_errors[ep.name] = f"{type(exc).__name__}: {exc}"
+                    errors[ep.name] = f"{type(exc).__name__}: {exc}"
                     log.warning("ember plugin %r failed to load: %s", ep.name, exc)
             dists = {pm.get_name(p): d for p, d in _plugin_dists(pm, plugin_eps)}
             for plugin in pm.get_plugins():
                 name = pm.get_name(plugin) or repr(plugin)
                 dist = dists.get(name)
                 for spec in plugin.ember_backends():
-                    self._add(BackendEntry(spec, name, *_dist_info(dist)))
+                    _add(entries, BackendEntry(spec, name, *_dist_info(dist)))
             for ep in declared.select(group=TORCH_BACKEND_GROUP):
-                if ep.name not in self._entries:
+                if ep.name not in entries:
                     spec = BackendSpec(
                         name=ep.name,
                         compiler=ep.value,
                         description="declared for torch.compile (torch_dynamo_backends)",
                     )
-                    self._add(BackendEntry(spec, TORCH_BACKEND_GROUP, *_dist_info(ep.dist)))
-            self.plugin_manager = pm
+                    _add(entries, BackendEntry(spec, TORCH_BACKEND_GROUP, *_dist_info(ep.dist)))
+            self._entries, self.plugin_errors, self.plugin_manager = entries, errors, pm
             self._discovered = True
-
-    def _add(self, entry: BackendEntry) -> None:
-        name = entry.spec.name
-        if name in self._entries:
-            log.warning(
-                "backend %r from %s shadows the one from %s",
-                name, entry.plugin, self._entries[name].plugin,
-            )
-        self._entries[name] = entry
 
     def entries(self) -> dict[str, BackendEntry]:
         self._discover()
@@ -122,6 +117,13 @@ class Registry:
                 f"install with: pip install {entry.spec.install or entry.distribution or backend}"
             ) from exc
         return backend, compiler, entry.spec
+
+
+def _add(entries: dict[str, BackendEntry], entry: BackendEntry) -> None:
+    name = entry.spec.name
+    if name in entries:
+        log.warning("backend %r from %s shadows the one from %s", name, entry.plugin, entries[name].plugin)
+    entries[name] = entry
 
 
 def _plugin_dists(pm: pluggy.PluginManager, plugin_eps: Iterable[Any]) -> Iterable[tuple[Any, Any]]:

@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-from . import config, distributed
+from . import config, distributed, stance, torch_caches
 from .capture import capture, dispatch_modes
 from .capture.breaks import ResumeRequest
 from .capture.calls import has_hooks
@@ -31,6 +31,7 @@ from .ddp_split import compile_by_buckets
 from .errors import BackendCompilerFailed, GeneratedCodeFailed, Unsupported
 from .first_call import check_first_call
 from .frame_skip import runs_as_python
+from .interrupts import safe_interrupts
 from .shape_guards import add_shape_guards
 from .settle import settle
 from .shapes import PerShapeCache, ShapePolicy, is_dynamic
@@ -120,6 +121,10 @@ class CompiledFunction:
                     return entry.run(L, inputs)
             if self.parent is not None and not self.entries and runs_as_python(self.fn, L):
                 return self.call_eager(L)  # a resume function torch.compile would not trace (frame_skip)
+            if stance.STATE.name == "eager_on_recompile":
+                return self.call_eager(L)
+            if stance.STATE.name == "fail_on_recompile":
+                raise stance.recompile_error(self.name, self.entries[0].reasons(L) if self.entries else [])
             if len(self.entries) >= config.cache_size_limit:
                 if not self.limit_warned:
                     self.limit_warned = True
@@ -133,18 +138,20 @@ class CompiledFunction:
             if self.entries and log_recompiles.isEnabledFor(logging.INFO):
                 reasons = self.entries[0].reasons(L)
                 log_recompiles.info("recompiling %s: %s", self.name, "; ".join(reasons) or "no guard failed")
-            with dispatch_modes.suspended():  # a user's mode that ignores compilation sees none of it
-                entry = self._compile(L)
-            self.entries.insert(0, entry)
-            inputs = entry.guard(L)
-            if inputs is None:  # a guard that fails on the call it was made from: an ember bug
-                log_guards.warning("the new guards of %s fail on the call that made them; running "
-                                   "this call eagerly", self.name)
-                return self.call_eager(L)
-            return entry.run(L, inputs)
+            with safe_interrupts():  # a Ctrl-C leaves no half-imported package or thread behind
+                with dispatch_modes.suspended():  # a user's mode that ignores compilation sees none of it
+                    entry = self._compile(L)
+                self.entries.insert(0, entry)
+                inputs = entry.guard(L)
+                if inputs is None:  # a guard that fails on the call it was made from: an ember bug
+                    log_guards.warning("the new guards of %s fail on the call that made them; running "
+                                       "this call eagerly", self.name)
+                    return self.call_eager(L)
+                return entry.run(L, inputs)
 
     def _compile(self, L: dict) -> Entry:
         start = time.perf_counter()
+        torch_caches.compiling()
         _notify("capturing", active=True)
         try:
             cap = capture(self.fn, L, allow_breaks=not self.fullgraph, policy=self.policy)
@@ -359,9 +366,13 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
     entries = cf.entries
     bind = cf.bind
     miss = cf.miss
+    fn = cf.fn
+    state = stance.STATE
 
     if has_self:
         def compiled_method(*args: Any, **kwargs: Any) -> Any:
+            if state.force_eager:
+                return fn(bound_self, *args, **kwargs)
             try:
                 L = bind(bound_self, *args, **kwargs)
                 for entry in entries:
@@ -375,6 +386,8 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
         wrapper = compiled_method
     else:
         def compiled_function(*args: Any, **kwargs: Any) -> Any:
+            if state.force_eager:
+                return fn(*args, **kwargs)
             try:
                 L = bind(*args, **kwargs)
                 for entry in entries:

@@ -15,6 +15,12 @@ its sources, the compiler, torch and Python. Until it is there, guards check ten
 as they do when it cannot be built (the reason is logged once) or when
 ``ember.config.native_guards`` is False. Both kinds of check accept exactly the same calls
 (tests/core/test_native_guards.py, tests/core/test_source_walk.py).
+
+Loading a damaged shared library kills the process (SIGBUS, SIGSEGV, SIGILL), and every later
+one that loads it. So the build loads the library once in a child process before keeping it, and
+records its SHA-256 beside it (``.sha256``, as the kernel caches do); a library whose bytes do not
+match (truncated, bit-flipped, emptied, unreadable, no digest) or that does not load is deleted
+and built again in the background, with one warning, while guards check in Python.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ from typing import Any
 import torch
 
 from . import config
-from .disk_cache import cache_root, compiler_identity, private_dir
+from .disk_cache import cache_root, compiler_identity, digest_matches, file_digest, private_dir, write_digest
 
 log = logging.getLogger("ember.guards")
 
@@ -47,6 +53,7 @@ STALE_BUILD_S = 600  # a build marker older than this belongs to a build that di
 
 _loaded: Any = None  # the extension module
 _gave_up = False
+_warned_damaged = False
 _started = False
 _builder: subprocess.Popen | None = None  # held so that it is not reported as leaked
 
@@ -101,12 +108,15 @@ def _extension() -> Any:
         return _loaded
     try:
         path = library_path()
+        if os.path.exists(path) and not digest_matches(path):
+            _damaged(path, "its bytes do not match the SHA-256 recorded when it was built")
         if os.path.exists(path):
             try:
                 _loaded = _load(path)
-            except Exception as exc:
-                raise RuntimeError(f"cannot load {path} ({exc}); delete it to rebuild it") from exc
-            return _loaded
+            except Exception as exc:  # intact but not loadable here: built again, once
+                _damaged(path, f"it does not load ({type(exc).__name__}: {exc})")
+            else:
+                return _loaded
         if os.path.exists(path + ".failed"):
             with open(path + ".failed") as f:
                 reason = f.read()[-2000:]
@@ -118,11 +128,27 @@ def _extension() -> Any:
     return None
 
 
+def _damaged(path: str, why: str) -> None:
+    """Delete a damaged library so that it is built again (in the background); warn once."""
+    global _warned_damaged
+    if not _warned_damaged:
+        _warned_damaged = True
+        log.warning("ember: the C++ guard helper %s is damaged (%s); it is being built again, and guards "
+                    "check tensors in Python until it is ready", path, why)
+    for leftover in (path, path + ".sha256"):
+        try:
+            os.unlink(leftover)
+        except FileNotFoundError:
+            pass
+
+
 def ensure_built() -> type | None:
-    """Build the extension now if it is missing (tests and benchmarks, which must not switch
-    from Python to C++ checks part-way), then return ``tensor_match()``."""
+    """Build the extension now if it is missing or damaged (tests and benchmarks, which must not
+    switch from Python to C++ checks part-way), then return ``tensor_match()``."""
     try:
         path = library_path() if config.native_guards else ""
+        if path and os.path.exists(path) and not digest_matches(path):
+            _damaged(path, "its bytes do not match the SHA-256 recorded when it was built")
         if path and not os.path.exists(path) and not os.path.exists(path + ".failed"):
             build(path)
     except Exception:  # tensor_match() says why, once
@@ -164,22 +190,32 @@ def _start_build(path: str) -> None:
 
 
 def build(path: str) -> None:
-    """Compile the extension into ``path`` (written under a temporary name, then renamed); a
-    failure leaves the compiler's message in ``path + '.failed'``."""
+    """Compile the extension into ``path`` (written under a temporary name, loaded once in a child
+    process, then renamed, after its SHA-256); a failure leaves the reason in ``path + '.failed'``."""
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(fd)
     try:
         proc = subprocess.run([CXX, *SOURCES, "-o", tmp, *_flags()], capture_output=True, text=True)
-        if proc.returncode != 0:
+        failure = f"{CXX} exited with {proc.returncode}:\n{proc.stderr[-4000:]}" if proc.returncode else _load_failure(tmp)
+        if failure:
             with open(path + ".failed", "w") as f:
-                f.write(f"{CXX} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
+                f.write(failure)
             return
+        write_digest(path, file_digest(tmp))  # first: a reader never finds the library without it
         os.replace(tmp, path)
     finally:
         for leftover in (tmp, path + ".building"):
             if os.path.exists(leftover):
                 os.unlink(leftover)
+
+
+def _load_failure(library: str) -> str | None:
+    """Why ``library`` does not load, found in a child process (a crash there costs only it)."""
+    check = ("import sys, torch, importlib.util as u; s = u.spec_from_file_location(sys.argv[2], sys.argv[1]); "
+             "m = u.module_from_spec(s); s.loader.exec_module(m); m.TensorMatch, m.SourceWalk")
+    proc = subprocess.run([sys.executable, "-c", check, library, MODULE], capture_output=True, text=True)
+    return f"the built library does not load (exit {proc.returncode}):\n{proc.stderr[-4000:]}" if proc.returncode else None
 
 
 if __name__ == "__main__":

@@ -32,6 +32,9 @@ class BackendSpec:
     install:     what to ``pip install`` when a required module is missing.
     description: one line for ``python -m ember backends``.
     accepts_options: the compiler takes keyword arguments ``mode=`` and ``options=``.
+    options:     the keys ``options=`` may hold, or ``"module:attr"`` naming them (imported when
+                 options are given); ``ember.compile`` refuses any other key with an error that
+                 names these. None: the core does not check the keys.
     dynamic:     the compiler accepts graphs with symbolic sizes (``torch.SymInt`` in the
                  placeholders' ``meta["val"]``) and returns a callable correct for every size the
                  guards admit; a backend without it is compiled once per concrete shape. A
@@ -52,6 +55,13 @@ class BackendSpec:
     accepts_options: bool = False
     check: str | Callable[[], str] | None = None
     dynamic: bool = False
+    options: Sequence[str] | str | None = None
+
+    def option_names(self) -> Sequence[str] | None:
+        """The keys ``options=`` may hold (see ``options``), or None when not declared."""
+        if isinstance(self.options, str):
+            return tuple(_resolve(self.options))
+        return self.options
 
     def missing_modules(self) -> list[str]:
         """Required modules that cannot be found (checked without importing them)."""

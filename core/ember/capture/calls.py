@@ -108,6 +108,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     if isinstance(value, functools._lru_cache_wrapper):
         return _call_cached(frame, value, args, kwargs)
     never = skips.never_traced(value)
+    if never is not None and skips.marker_ignored(value, frame.globals):
+        return ConstVar(None)
     if never is not None:
         frame.fail(f"{_name(getattr(value, '_torchdynamo_orig_callable', value))} {never}")
     original = getattr(value, "__ember__", None)

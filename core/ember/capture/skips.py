@@ -8,7 +8,8 @@ at which it runs as it is, once per call, as in eager (``warnings.warn``, ``logg
 (``functools``, ``itertools``, ``contextlib``, ``copy``, ``dataclasses``...) stay inlined.
 
 A function marked with ``torch.compiler.disable`` or ``ember.disable`` is never traced either:
-calling it is a graph break and it runs eagerly, and nothing it calls is compiled.
+calling it is a graph break and it runs eagerly, and nothing it calls is compiled; so are the
+graph break markers, ``ember.graph_break()`` and torch's ``torch._dynamo.graph_break()``.
 """
 from __future__ import annotations
 
@@ -59,8 +60,31 @@ def is_skipped(fn: Any) -> bool:
     return module is not None and module.partition(".")[0] in _STDLIB
 
 
+#: functions whose call is a graph break and nothing more, by module (as its dotted parts: a name
+#: compared, never imported) and qualified name; torch's is recognised without torch._dynamo
+GRAPH_BREAK_MARKERS = frozenset({(("torch", "_dynamo", "decorators"), "graph_break"), (("ember", "api"), "graph_break")})
+
+
+def is_graph_break_marker(fn: Any) -> bool:
+    try:
+        module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+        return isinstance(module, str) and (tuple(module.split(".")), name) in GRAPH_BREAK_MARKERS
+    except Exception:  # objects with odd __getattr__
+        return False
+
+
+def marker_ignored(fn: Any, caller_globals: dict) -> bool:
+    """A graph break marker that torch's own code calls: it serves torch.compile's pipeline (the
+    optimizers' ``step`` breaks so that AOT sees its no_grad), not the user; ember breaks only
+    where user code asks, as it captured those calls before."""
+    caller = caller_globals.get("__name__")
+    return is_graph_break_marker(fn) and isinstance(caller, str) and caller.partition(".")[0] == "torch"
+
+
 def never_traced(fn: Any) -> str | None:
     """Why ``fn`` is called natively rather than traced, or None when it is traced."""
+    if is_graph_break_marker(fn):
+        return "asks for a graph break (graph_break())"
     if is_disabled(fn):
         return "is marked disabled (torch.compiler.disable / ember.disable)"
     if is_skipped(fn):
@@ -68,4 +92,5 @@ def never_traced(fn: Any) -> str | None:
     return None
 
 
-__all__ = ["INLINED_STDLIB", "is_disabled", "is_skipped", "never_traced"]
+__all__ = ["GRAPH_BREAK_MARKERS", "INLINED_STDLIB", "is_disabled", "is_graph_break_marker", "is_skipped", "marker_ignored",
+           "never_traced"]

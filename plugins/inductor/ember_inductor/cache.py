@@ -18,7 +18,7 @@ import tempfile
 import threading
 
 import torch
-from ember.disk_cache import compiler_identity, digest_matches, file_digest, work_dir, write_digest
+from ember.disk_cache import compiler_identity, digest_matches, file_digest, out_of_space, work_dir, write_digest
 
 log = logging.getLogger("ember.inductor")
 
@@ -45,8 +45,18 @@ def cache_key(source: str) -> str:
 
 
 def load_library(source: str) -> ctypes.CDLL:
-    """Compile ``source`` (or reuse the cached build) and load it."""
+    """Compile ``source`` (or reuse the cached build) and load it; on a full disk, in a temporary
+    folder of this process (``ember.disk_cache.out_of_space``)."""
     directory = work_dir("cpp")
+    try:
+        return _load_or_build(source, directory)
+    except Exception as exc:
+        if not out_of_space(exc, directory):
+            raise
+        return _load_or_build(source, work_dir("cpp"))
+
+
+def _load_or_build(source: str, directory: str) -> ctypes.CDLL:
     key = cache_key(source)
     so_path = os.path.join(directory, f"{key}.so")
     lib = _try_load(so_path)
@@ -78,12 +88,13 @@ def _try_load(so_path: str) -> ctypes.CDLL | None:
 
 def _build(source: str, directory: str, so_path: str) -> None:
     global compile_count
-    fd, src_path = tempfile.mkstemp(suffix=".cpp", dir=directory)
-    with os.fdopen(fd, "w") as f:
-        f.write(source)
-    fd, tmp_so = tempfile.mkstemp(suffix=".so", dir=directory)
-    os.close(fd)
+    src_path = tmp_so = ""
     try:
+        fd, src_path = tempfile.mkstemp(suffix=".cpp", dir=directory)
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        fd, tmp_so = tempfile.mkstemp(suffix=".so", dir=directory)
+        os.close(fd)
         cmd = [CXX, *CFLAGS, src_path, "-o", tmp_so, *LIBS]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -94,5 +105,5 @@ def _build(source: str, directory: str, so_path: str) -> None:
         write_digest(so_path, digest)
     finally:
         for p in (src_path, tmp_so):
-            if os.path.exists(p):
+            if p and os.path.exists(p):
                 os.unlink(p)

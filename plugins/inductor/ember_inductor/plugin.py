@@ -15,6 +15,7 @@ def ember_backends() -> list[BackendSpec]:
             install="",
             description="fusion IR with C++/OpenMP (CPU) and Triton (GPU) code generation",
             accepts_options=True,
+            options=("strict", "eager_fallback"),  # read by backend.py and measured.py
             dynamic=True,
         )
     ]

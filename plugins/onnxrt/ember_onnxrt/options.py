@@ -74,3 +74,7 @@ class OnnxrtOptions:
         if device.type == "cuda" and "CUDAExecutionProvider" in available:
             return ["CUDAExecutionProvider", "CPUExecutionProvider"]
         return ["CPUExecutionProvider"]
+
+
+#: the keys ``options=`` may hold (declared in the plugin's BackendSpec: ember.compile checks them)
+NAMES = tuple(f.name for f in dataclasses.fields(OnnxrtOptions))

@@ -15,6 +15,7 @@ def ember_backends() -> list[BackendSpec]:
             install="ember[onnxrt]",
             description="runs the graph in onnxruntime (CPU or CUDA execution providers)",
             accepts_options=True,
+            options="ember_onnxrt.options:NAMES",
             dynamic=False,  # compiled per concrete shape (the core's per-shape cache)
         )
     ]

@@ -51,6 +51,10 @@ class TvmOptions:
         return f"tuning={self.tuning};trials={self.trials};per_task={self.trials_per_task}"
 
 
+#: the keys ``options=`` may hold (declared in the plugin's BackendSpec: ember.compile checks them)
+NAMES = tuple(f.name for f in dataclasses.fields(TvmOptions))
+
+
 def parse_options(mode: str | None = None, options: Mapping[str, Any] | None = None) -> TvmOptions:
     """Build :class:`TvmOptions` from torch.compile-style ``mode`` and an ``options`` dict.
 

@@ -15,6 +15,7 @@ def ember_backends() -> list[BackendSpec]:
             install="ember[tvm]",
             description="imports the graph into Apache TVM Relax and runs it in the Relax VM",
             accepts_options=True,
+            options="ember_tvm.options:NAMES",
             dynamic=False,  # compiled per concrete shape (the core's per-shape cache)
         )
     ]

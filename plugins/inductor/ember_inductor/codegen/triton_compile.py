@@ -181,9 +181,9 @@ class WorkerPool:
                        PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
             env.pop("TRITON_INTERPRET", None)
             for _ in range(self.size):
-                self._procs.append(subprocess.Popen(
+                self._procs.append(subprocess.Popen(  # own session: a Ctrl-C is the parent's alone
                     [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL, env=env))
+                    stderr=subprocess.DEVNULL, env=env, start_new_session=True))
             atexit.register(self.close)
 
     def run(self, jobs: Sequence[Job]) -> list[Result]:
@@ -215,17 +215,23 @@ class WorkerPool:
                    for p in self._procs if p.poll() is None]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:  # a Ctrl-C while waiting: these feeders still talk to the workers,
+            self.close(kill=True)  # so the next run must not share their pipes: new workers
+            raise
         return results
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
         with self._lock:
             for proc in self._procs:
                 try:
                     proc.stdin.close()
                 except OSError:
                     pass
+                if kill:
+                    proc.kill()
             for proc in self._procs:
                 try:
                     proc.wait(timeout=5)

@@ -37,7 +37,7 @@ import tempfile
 from typing import Any, Callable, Sequence
 
 import torch
-from ember.disk_cache import work_dir
+from ember.disk_cache import cache_root, out_of_space, work_dir
 
 from .triton import SIZE_TYPES
 from .triton_configs import LaunchConfig
@@ -80,9 +80,13 @@ def source_key(source: str) -> str:
 
 def _atomic_write(path: str, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def write_kernel(source: str) -> str:
@@ -96,13 +100,22 @@ def write_kernel(source: str) -> str:
     except OSError:
         intact = False
     if not intact:
-        _atomic_write(path, source)
+        try:
+            _atomic_write(path, source)
+        except OSError as exc:  # on a full disk, into a temporary folder (kernel_path follows)
+            if not out_of_space(exc, os.path.dirname(path)):
+                raise
+            _atomic_write(os.path.join(kernel_dir(), f"{key}.py"), source)
     return key
 
 
 
 def kernel_path(key: str) -> str:
-    return os.path.join(kernel_dir(), f"{key}.py")
+    """The kernel's source: in this process's kernel folder, else where it was written before the
+    disk filled up (``ember.disk_cache.out_of_space`` moved the folder)."""
+    path = os.path.join(kernel_dir(), f"{key}.py")
+    earlier = os.path.join(cache_root(), "triton", f"{key}.py")
+    return earlier if not os.path.exists(path) and os.path.exists(earlier) else path
 
 
 def compile_config(fn: Any, signature: dict[str, str], cfg: LaunchConfig, target: Any) -> Any:
@@ -163,7 +176,8 @@ class TritonLauncher:
         try:
             with open(self._tuning_path()) as f:
                 saved = json.load(f)
-            if saved.get("scheme") != AUTOTUNE_SCHEME or saved.get("offered") != self._offered():
+            if not isinstance(saved, dict) or saved.get("scheme") != AUTOTUNE_SCHEME \
+                    or saved.get("offered") != self._offered():
                 return list(range(len(self.configs)))
             idx = [i for i, c in enumerate(self.configs) if list(map(list, c.meta)) == saved["meta"]
                    and c.num_warps == saved["num_warps"] and c.num_stages == saved["num_stages"]]
