@@ -55,7 +55,7 @@ from . import contexts, dispatch_modes, global_state
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
 from . import (  # noqa: F401
     attrs, calls, containers, copies, hops, inline, objects, real_values, supers, symbolic, tensors, torch_helpers,
-    user_objects,
+    transforms, user_objects,
 )
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
