@@ -169,8 +169,9 @@ def _while_loop(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
 
 def _scan_like(frame: "Frame", op: Any, fn: Var, leading: list[TensorVar], sliced: list[TensorVar],
                additional: list[TensorVar], what: str, stem: str, body_fakes: Callable[[list, list], list],
-               pack: Callable[[Any, list, list, list], tuple]) -> Var:
-    """scan, map and associative_scan: one body called on ``body_fakes(sliced slices, additional)``."""
+               pack: Callable[[Any, list, list, list], tuple], shaped: bool = False) -> Var:
+    """scan, map and associative_scan: one body called on ``body_fakes(sliced slices, additional)``;
+    ``shaped``: the result has the structure the body returned (map)."""
     slices = [_slice(t.fake) for t in sliced]
     extra = [t.fake for t in additional]
     with frame.state.graph.fake_mode:
@@ -181,7 +182,8 @@ def _scan_like(frame: "Frame", op: Any, fn: Var, leading: list[TensorVar], slice
     node_args = pack(graph_attr(frame, gm, stem), [t.node for t in leading], [t.node for t in sliced],
                      [t.node for t in additional] + lifted)
     fake_args = pack(gm, [t.fake for t in leading], [t.fake for t in sliced], extra + _fakes(lifted))
-    return emit(frame, op, node_args, fake_args, what)
+    result = emit(frame, op, node_args, fake_args, what)
+    return _shaped(sub, result) if shaped else result
 
 
 @handles(scan_op)
@@ -201,7 +203,7 @@ def _map(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
     return _scan_like(
         frame, map_impl, fn, [], flat_tensors(frame, xs, "map's xs"), flat_tensors(frame, pos_args, "map's arguments"),
         "map's function", "map_body", lambda s, e: s + e,
-        lambda g, lead, sliced, extra: (g, list(sliced), tuple(extra)))
+        lambda g, lead, sliced, extra: (g, list(sliced), tuple(extra)), shaped=True)
 
 
 @handles(associative_scan_op)
