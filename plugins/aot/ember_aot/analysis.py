@@ -14,6 +14,7 @@ The result (``GraphAnalysis``) says, with no real computation:
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any, Sequence
 
@@ -182,7 +183,11 @@ def analyze(
     required = {i for i, f in tensors.items() if f.requires_grad}
     layouts = {i: (f.size(), f.stride(), f.storage_offset()) for i, f in tensors.items()}
     recorder = IdentityRecorder(gm)
-    with mode, torch.set_grad_enabled(grad_enabled):
+    # data-dependent values (``item()``, ``nonzero``) make unbacked symbols: these belong to no
+    # traced node (the trace makes its own), so they are not left pending for make_fx to bind
+    env = mode.shape_env
+    fresh = env.ignore_fresh_unbacked_symbols() if env is not None else contextlib.nullcontext()
+    with mode, torch.set_grad_enabled(grad_enabled), fresh:
         result = recorder.run(*fakes)
     flat, spec = pytree.tree_flatten(result)
 
