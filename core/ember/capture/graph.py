@@ -157,7 +157,9 @@ class GraphBuilder:
             # symbolic sizes: composite ops (constant_pad_nd...) decompose through the Python
             # dispatcher, as their C++ kernels need concrete sizes
             dispatcher = enable_python_dispatcher() if _has_symbols(self.shape_env) else contextlib.nullcontext()
-            with self.fake_mode, dispatcher:
+            # unbacked symbols (``item()``, ``nonzero``) belong to this capture: none is left
+            # pending for a later trace (make_fx) in the same ShapeEnv to bind
+            with self.fake_mode, dispatcher, self.shape_env.ignore_fresh_unbacked_symbols():
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
