@@ -4,7 +4,7 @@ With ``ember.config.capture_scalar_outputs`` on, ``t.item()`` is a graph node wh
 the capture is an *unbacked* symbol of the ShapeEnv (``u0``: a SymInt, SymFloat or SymBool with
 no example value), so arithmetic on it and sizes made from it (``torch.zeros(n)``,
 ``torch.arange(n)``) stay in the graph and are read at run time. ``t.tolist()`` is one
-``item()`` per element. A branch on such a value cannot be guarded (nothing is known about
+``item()`` per element, ``int(t)``/``float(t)``/``bool(t)`` its ``item()`` converted. A branch on such a value cannot be guarded (nothing is known about
 it): it breaks the graph (see ``symbolic``). ``torch._check(cond)`` on it records the fact in
 the ShapeEnv (so ``torch._check(n >= 0)`` lets ``n`` be a size) and keeps the check in the graph.
 With ``ember.config.capture_dynamic_output_shape_ops`` on, ops such as ``nonzero`` give tensors
@@ -22,7 +22,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from .. import config
-from .symbolic import SymVar
+from .symbolic import SymVar, record
 from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -59,6 +59,19 @@ def tolist(frame: "Frame", tensor: TensorVar) -> Var:
         assert isinstance(row, TensorVar)
         items.append(tolist(frame, row))
     return ListVar(items)
+
+
+#: ``int(t)``, ``float(t)``, ``bool(t)`` of a one-element tensor: its ``item()``, then this
+_CONVERSIONS = {int: torch.sym_int, float: torch.sym_float, bool: lambda v: v != 0}
+
+
+def scalar_of(frame: "Frame", cls: type, tensor: TensorVar) -> Var:
+    """``cls(t)`` (int, float or bool) of a tensor when ``item()`` is captured: the item,
+    converted on the symbols as Python converts the number (``bool(t)`` is ``t.item() != 0``)."""
+    item = frame.state.graph.call("call_method", "item", (tensor,), {})
+    if not isinstance(item, SymVar) or item.python_type() is cls:
+        return item
+    return record(frame, _CONVERSIONS[cls], [item])
 
 
 def _holds_graph_value(var: Var) -> bool:
@@ -105,4 +118,4 @@ def check(frame: "Frame", fn: Any, condition: SymVar) -> Var:
     return ConstVar(None)
 
 
-__all__ = ["SCALAR_METHODS", "captures", "check", "is_unbacked", "tensor_ctor", "tolist"]
+__all__ = ["SCALAR_METHODS", "captures", "check", "is_unbacked", "scalar_of", "tensor_ctor", "tolist"]
