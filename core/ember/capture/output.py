@@ -17,6 +17,7 @@ from .graph import GraphBuilder
 from .sources import Constants
 from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
+from .unbacked import is_unbacked
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, ListVar, SetVar, TensorVar, TupleVar, Var
 
@@ -32,6 +33,7 @@ class OutputBuilder:
         self.outputs: list[TensorVar] = []
         self._index: dict[torch.fx.Node, int] = {}
         self._shared: dict[int, str] = {}  # id(container Var) -> runner variable holding it
+        self._scalars: dict[torch.fx.Node, TensorVar] = {}  # unbacked value's node -> its 0-d tensor
 
     def share(self, roots: list[Var]) -> list[str]:
         """Lines binding each container the capture built that ``roots`` reach more than once
@@ -82,6 +84,8 @@ class OutputBuilder:
         if isinstance(var, (TensorVar, SymVar)):  # a symbolic size: an int output of the graph
             if var.node.op == "placeholder":
                 return next(s for s, n, _ in self.graph.inputs if n is var.node).expr(self.consts)
+            if is_unbacked(var):  # a value read from data: out of the graph as a 0-d tensor
+                return f"{self.expr(self._scalar_tensor(var))}.item()"
             if var.node not in self._index:
                 self._index[var.node] = len(self.outputs)
                 self.outputs.append(var)
@@ -125,6 +129,17 @@ class OutputBuilder:
         if isinstance(var, BoundMethodVar) and isinstance(var.func, ConstVar):  # ``obj.method`` at a break
             return f"{self.consts.name(types.MethodType, 'M')}({self.expr(var.func)}, {self.expr(var.self_var)})"
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
+
+    def _scalar_tensor(self, var: SymVar) -> TensorVar:
+        """``torch.scalar_tensor`` of ``var`` (one per value), holding it exactly (int64, float64, bool):
+        backends hand back tensors, and sizes, not numbers only the data decides."""
+        made = self._scalars.get(var.node)
+        if made is None:
+            dtype = {int: torch.int64, float: torch.float64, bool: torch.bool}[var.python_type()]
+            made = self.graph.call("call_function", torch.scalar_tensor, (var,), {"dtype": ConstVar(dtype)})
+            assert isinstance(made, TensorVar)
+            self._scalars[var.node] = made
+        return made
 
     def key(self, key: object) -> str:
         if type(key) in _LITERALS:
