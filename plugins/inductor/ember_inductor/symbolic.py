@@ -132,7 +132,8 @@ def using_hints(shape_env: Any) -> Iterator[None]:
     """Make :func:`hint` read the example sizes of ``shape_env`` (None: a static graph)."""
     values = {}
     if shape_env is not None:
-        table = getattr(shape_env, "backed_var_to_val", None) or shape_env.var_to_val
+        table = getattr(shape_env, "backed_var_to_val", None)  # torch 2.13's name of var_to_val
+        table = shape_env.var_to_val if table is None else table
         values = {sym: sympy.Integer(int(v)) for sym, v in table.items()}
     old = getattr(_hints, "values", None), getattr(_hints, "env", None)
     _hints.values, _hints.env = values, shape_env
