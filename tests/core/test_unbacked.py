@@ -71,7 +71,8 @@ CASES = {
     "returns_item": (returns_item, [(torch.ones(3),), (torch.tensor([0., 1, 2]),)]),
 }
 # the inductor compiles these itself; the others hold a float read from data, run by aten there
-INDUCTOR_COMPILES = {"item_as_size", "nonzero_then_index", "masked_sum", "unique", "masked_select", "tolist"}
+INDUCTOR_COMPILES = {"item_in_arithmetic", "item_as_size", "nonzero_then_index", "masked_sum", "unique", "masked_select", "tolist",
+                     "returns_item"}
 
 
 def _torch_graphs(fn: Callable[..., Any], args: tuple) -> int:
