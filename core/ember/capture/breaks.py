@@ -66,8 +66,6 @@ def can_break(frame: "Frame", exc: Unsupported) -> str | None:
     ins = snap.instr
     if ins.opname not in _SIMPLE and ins.opname not in _JUMPS:
         return f"cannot break at a {ins.opname} instruction"
-    if frame.code.co_cellvars:
-        return "cannot break in a function whose variables are captured by inner functions"
     if snap.handled is not None:
         return "cannot break inside an except or finally handler"
     return None
@@ -105,6 +103,8 @@ class _Writer:
                 self.opaque_locals.append(name)
         for name in sorted(snap.lazy_args):
             self.local_exprs[name] = f"L[{name!r}]"
+        for name in frame.code.co_cellvars:  # the cells themselves, shared with closures made before
+            self.local_exprs[name] = out.expr(frame.cell_var(name))
 
     def _slot(self, i: int, var: Var) -> tuple[SlotKind, str]:
         if var is NULL:
