@@ -53,9 +53,13 @@ def ordinal_of(code: types.CodeType, offset: int) -> int:
     raise ValueError(f"no instruction at offset {offset}")
 
 
-def stack_arg(offset: int, i: int) -> str:
-    """Argument name of stack slot ``i`` (unique per resume point, so resumes can nest)."""
-    return f"___stack{offset}_{i}"
+def stack_arg(code: types.CodeType, offset: int, i: int) -> str:
+    """Argument name of stack slot ``i``: a name ``code`` does not use yet (a resume function's
+    own stack arguments are locals of the resume functions made from it)."""
+    name = f"___stack{offset}_{i}"
+    while name in code.co_varnames:
+        name += "_"
+    return name
 
 
 def make_resume_code(
@@ -95,7 +99,7 @@ def make_resume_code(
         elif kind == NULL_SLOT:
             prologue.append(Instr("PUSH_NULL", lineno=line))
         else:
-            prologue.append(Instr("LOAD_FAST", stack_arg(offset, i), lineno=line))
+            prologue.append(Instr("LOAD_FAST", stack_arg(code, offset, i), lineno=line))
             if kind == ITER:
                 prologue.append(Instr("GET_ITER", lineno=line))
     prologue.append(Instr("JUMP_FORWARD", label, lineno=line))
@@ -105,7 +109,7 @@ def make_resume_code(
     # the user's name, file and lines: a traceback through it reads as the user's function
     new.name = code.co_name
     new.qualname = code.co_qualname
-    new.argnames = [stack_arg(offset, i) for i, k in enumerate(layout) if takes_argument(k)] + list(local_names)
+    new.argnames = [stack_arg(code, offset, i) for i, k in enumerate(layout) if takes_argument(k)] + list(local_names)
     new.argcount = len(new.argnames)
     new.posonlyargcount = 0
     new.kwonlyargcount = 0
@@ -134,7 +138,7 @@ def make_resume_function(
 ) -> types.FunctionType:
     code = make_resume_code(fn.__code__, offset, layout, local_names)
     resume = types.FunctionType(code, fn.__globals__, f"{code.co_name}_resume_at_{offset}", None, fn.__closure__)
-    kinds = {stack_arg(offset, i): k for i, k in enumerate(layout) if k in (OPAQUE, EXC)}
+    kinds = {stack_arg(fn.__code__, offset, i): k for i, k in enumerate(layout) if k in (OPAQUE, EXC)}
     kinds.update((name, OPAQUE) for name in opaque_locals)
     kinds.update((name, CELL) for name in local_names if name in code.co_cellvars)
     setattr(resume, ARG_KINDS, kinds)
