@@ -10,6 +10,9 @@ from .side_effects import SideEffects
 from .values import CellVar
 
 MAX_INLINE_DEPTH = 64
+# a generator the capture runs to completion: more items than this is taken as endless (Python would
+# stop pulling first, e.g. zip with a range), and capture gives up instead of running for minutes
+MAX_GENERATOR_ITEMS = 1_000
 
 
 @dataclasses.dataclass
