@@ -224,6 +224,8 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         return _resume_after(w, next_offset, None)
     elif op in ("LOAD_ATTR", "LOAD_METHOD"):
         (obj,) = w.pop()
+        if obj[0] == ITER:  # rebuilt as a list iterator: a generator's ``send``/``throw`` are not there
+            raise Unsupported(f"attribute {ins.argval!r} of an iterator or generator made in the captured code")
         emit(f"    ___r = {value(obj)}.{ins.argval}")
         method = op == "LOAD_METHOD" or (ins.arg is not None and ins.arg & 1 and _py312())
         if method:
