@@ -1612,7 +1612,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 4, torch.compile 3 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
     # 1
     **dict.fromkeys([
-        'test_ctx_manager::autocast_method_with_break',
     ], 'graphs: ember 4, torch.compile 3 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
