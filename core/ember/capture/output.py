@@ -13,6 +13,7 @@ import types
 import torch
 
 from ..errors import Unsupported
+from .contexts import ModelledContext
 from .graph import GraphBuilder
 from .sources import Constants
 from .objects import ShadowVar, visit_parts
@@ -139,6 +140,9 @@ class OutputBuilder:
             return f"{self.expr(var.container)}.{var.name}"
         if isinstance(var, BoundMethodVar) and isinstance(var.func, ConstVar):  # ``obj.method`` at a break
             return f"{self.consts.name(types.MethodType, 'M')}({self.expr(var.func)}, {self.expr(var.self_var)})"
+        if isinstance(var, ModelledContext) and var.remakeable():  # its effects are the graph's: a new one
+            args = "".join(f"{self.expr(ConstVar(a))}, " for a in var.spec.args)
+            return f"{self.consts.name(var.spec.factory, 'ctx')}({args})"
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
 
     def cell_lines(self) -> tuple[list[str], list[str]]:
