@@ -451,8 +451,6 @@ EXPECTED: dict[str, str] = {
     # 5
     **dict.fromkeys([
         'test_ctx_manager::grad_context_returned_through_break',
-        'test_functions::inner_def_after_break_no_recompile',
-        'test_functions::inner_lambda_after_break_no_recompile',
         'test_functions::partial_of_local_lambda_across_break',
         'test_functions::partials_mixed_kinds_across_break',
     ], 'graphs: ember 0, torch.compile 1 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
@@ -632,9 +630,6 @@ EXPECTED: dict[str, str] = {
     ], "graphs: ember 0, torch.compile 2 (break: Tensor.numpy() needs the tensor's data (graph break))"),
     # 3
     **dict.fromkeys([
-        'test_generator::next_after_break_of_nonlocal_writing_generator',
-        'test_generator::return_generator_that_writes_nonlocal',
-        'test_generator::return_yield_from_generator_writing_nonlocal',
     ], 'graphs: ember 1, torch.compile 0 (runs eagerly: gen is a generator or coroutine function)'),
     # 3
     **dict.fromkeys([
@@ -819,7 +814,6 @@ EXPECTED: dict[str, str] = {
     ], "graphs: ember 0, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
     # 2
     **dict.fromkeys([
-        'test_functions::closure_rebound_between_two_broken_calls',
         'test_functions::rebinding_partial_used_by_closure_across_break',
     ], 'graphs: ember 0, torch.compile 3 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 2
@@ -849,7 +843,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 3, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 2
     **dict.fromkeys([
-        '_test_misc_part1::closures_with_int_then_tensor_cells',
         'test_functions::unread_entries_do_not_recompile',
     ], 'graphs: ember 4, torch.compile 2'),
     # 2
@@ -1441,7 +1434,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 1 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
-        'test_functions::filter_on_tensor_value_breaks',
     ], "graphs: ember 0, torch.compile 1 (runs eagerly: data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`))"),
     # 1
     **dict.fromkeys([
@@ -1573,7 +1565,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 4, torch.compile 3 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
     # 1
     **dict.fromkeys([
-        'test_ctx_manager::autocast_method_with_break',
     ], 'graphs: ember 4, torch.compile 3 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
