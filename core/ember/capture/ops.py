@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import environ, objects, optimizers
+from . import environ, objects, optimizers, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .dispatch import iterate, truthy
 from .exceptions import evaluate, throw
@@ -227,6 +227,9 @@ def _builds_type(value: Any) -> bool:
 
 
 def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
+    if isinstance(obj, TensorVar) and unbacked.is_unbacked(index) and index.python_type() is int:
+        # ``x[i]`` with ``i`` read from data: torch's indexing takes no symbol, ``select`` does
+        return frame.state.graph.call("call_function", torch.select, (obj, ConstVar(0), index), {})
     if isinstance(obj, TensorVar):
         return frame.state.graph.call("call_function", operator.getitem, (obj, _index_arg(frame, index)), {})
     if isinstance(obj, (TupleVar, ListVar)):
