@@ -1,11 +1,13 @@
 """Control-flow higher-order operators inside captured code are one graph, as under torch.compile.
 
-``torch.cond``, ``while_loop``, ``scan`` and ``map``: their bodies become subgraphs of one node,
+``torch.cond``, ``while_loop``, ``scan``, ``map`` and ``associative_scan`` (generic mode, which
+vmaps its combine function over batches down to empty ones): their bodies become subgraphs of one node,
 closures over tensors and parameters included, on the eager, aot_eager and inductor backends,
 with results (and gradients) equal to eager's.
 """
 import pytest
 import torch
+from torch._higher_order_ops.associative_scan import associative_scan
 from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
@@ -60,12 +62,17 @@ def map_rows(x):
     return hop_map(lambda row, bias: row * bias + total, x, LINEAR.bias)
 
 
+def associative_scan_generic(x):
+    return associative_scan(lambda a, b: a * b + b.sin(), x, dim=0, combine_mode="generic")
+
+
 @pytest.mark.parametrize("fn, make_args", [
     (cond_with_closures, _args((2, 4))),
     (cond_two_outputs, _args((3,), (3,))),
     (cond_constant_predicate, _args((3,))),
     (scan_cumulative, _args((3, 4))),
     (map_rows, _args((3, 4))),
+    (associative_scan_generic, _args((5, 3))),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_one_graph_on_every_backend(fn, make_args):
     assert_captured_like_torch(fn, make_args)
