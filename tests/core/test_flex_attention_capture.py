@@ -68,7 +68,8 @@ def _qkv(requires_grad=False):
     (bias_causal_mask, ("aot_eager", "inductor")),
     (alibi_sliding_window, ("eager", "aot_eager", "inductor")),
 ], ids=lambda v: getattr(v, "__name__", ""))
-def test_one_graph_results_equal(fn, backends):
+def test_one_graph_results_equal(fn, backends, monkeypatch):
+    monkeypatch.setenv("EMBER_INDUCTOR_STRICT", "1")  # the inductor compiles the node, not aten
     assert_captured_like_torch(fn, _qkv(), backends=backends)
 
 
@@ -91,6 +92,7 @@ def operator_with_grad(q, k, v):
     return out
 
 
-def test_gradients_equal_through_the_operator():
+def test_gradients_equal_through_the_operator(monkeypatch):
+    monkeypatch.setenv("EMBER_INDUCTOR_STRICT", "1")
     assert_captured_like_torch(operator_with_grad, _qkv(requires_grad=True), backends=("aot_eager", "inductor"),
                                grad=True)

@@ -79,7 +79,16 @@ def test_one_graph_on_every_backend(fn, make_args):
 
 
 def test_while_loop_one_graph():
-    assert_captured_like_torch(while_counts, _args((2, 4)), backends=("eager", "aot_eager"))
+    assert_captured_like_torch(while_counts, _args((2, 4)))
+
+
+def test_while_loop_gradients_on_the_inductor(monkeypatch):
+    """The training trace saves every iteration's values: sizes known only when the loop has run
+    (unbacked symbols), bound by the inductor's wrapper after the loop (strict: compiled, not run
+    as aten)."""
+    monkeypatch.setenv("EMBER_INDUCTOR_STRICT", "1")
+    assert_captured_like_torch(while_counts, _args((2, 4), requires_grad=True), backends=("aot_eager", "inductor"),
+                               grad=True)
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])

@@ -5,8 +5,10 @@ dynamic capture) has ``torch.SymInt`` sizes whose ``node.expr`` are sympy expres
 ShapeEnv's symbols (``s0``...), written with torch's own index functions. :func:`to_expr` turns
 them (and plain ints) into the expressions the IR carries, with ``indexing``'s ``FloorDiv`` /
 ``ModularIndexing`` (sizes are never negative, so torch's ``Mod`` is our modulus). Anything
-else (a size that is a float, an unbacked symbol) raises :class:`SymbolicUnsupported`: the
-graph is then compiled per concrete shape instead (``compile_fx.PerShapeGraph``).
+else (a size that is a float) raises :class:`SymbolicUnsupported`: the graph is then compiled per
+concrete shape instead (``compile_fx.PerShapeGraph``). An unbacked symbol (``u0``: a size an
+extern op's output has only once it ran, the iterations of a while_loop traced for training) is
+bound by the wrapper right after that op (``GraphLowering.unbacked``).
 
 Heuristics that need a number (a parallel threshold, a block size) read the example's value
 of an expression with :func:`hint`, inside :func:`using_hints`; a choice that the result depends
@@ -121,6 +123,10 @@ def shape_env_of(gm: torch.fx.GraphModule) -> Any:
 
 _hints = threading.local()
 
+#: what a heuristic takes an unbacked size (known only when the graph runs: a while_loop's
+#: iteration count) to be, as torch's inductor does
+UNBACKED_HINT = sympy.Integer(8192)
+
 
 @contextlib.contextmanager
 def using_hints(shape_env: Any) -> Iterator[None]:
@@ -138,12 +144,14 @@ def using_hints(shape_env: Any) -> Iterator[None]:
 
 
 def hint(expr: Any) -> int:
-    """The example's value of a size expression (for heuristics only)."""
+    """The example's value of a size expression (for heuristics only; :data:`UNBACKED_HINT` for
+    unbacked symbols)."""
     expr = sympy.sympify(expr)
     if not expr.free_symbols:
         return int(expr)
     values = getattr(_hints, "values", None) or {}
     out = expr.xreplace(values)
+    out = out.xreplace({s: UNBACKED_HINT for s in out.free_symbols if s.name.startswith("u")})
     if out.free_symbols:
         raise SymbolicUnsupported(f"no example value for {expr}")
     return int(out)
