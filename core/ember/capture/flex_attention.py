@@ -13,22 +13,18 @@ reads from outside (a bias table, a document-id vector) become the operator's
 by a scalar tensor (``bias[h]``) is recorded as ``aten.index``, as torch's
 ``TransformGetItemToIndex`` does, so the body runs under the operator's vmap.
 
-``flex_attention`` without a block mask builds an empty one from constants
-(``_create_empty_block_mask``): it is evaluated at capture time on the query's device and its
-tensors become constants of the graph. The backends run the node as torch's operator: eagerly
+A block mask made inside the captured code is evaluated at capture time (:mod:`.block_masks`). The backends run the node as torch's operator: eagerly
 (torch's dense implementation and its autograd rule), or traced by make_fx into the forward and
 ``flex_attention_backward`` nodes.
 """
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch._higher_order_ops.flex_attention import flex_attention as flex_attention_op
 from torch.nn.attention import flex_attention as flex_module
 
-from . import objects
 from .builtin_calls import handles
 from .constants import NotConstant, python_value
 from .graph import to_arg, to_fake
@@ -105,26 +101,6 @@ def _flex_attention(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> 
     fake_args = (query.fake, key.fake, value.fake, score.module, (*to_fake(rest), mask.module), scale, options,
                  tuple(n.meta["val"] for n in score.lifted), tuple(n.meta["val"] for n in mask.lifted))
     return emit(frame, flex_attention_op, node_args, fake_args, "flex_attention")
-
-
-@handles(flex_module._create_empty_block_mask)
-def _empty_block_mask(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
-    """The one-block mask of a call without one: made now from constants on the query's device (guarded
-    with the query), read by the graph as constants."""
-    query = args[0] if args else kwargs.get("query")
-    if not isinstance(query, TensorVar):
-        frame.fail("flex_attention's empty block mask for a query that is not a tensor")
-    stub = torch.empty(0, device=query.fake.device)
-    mask = flex_module._create_empty_block_mask(stub, stub)
-    graph = frame.state.graph
-    fields: dict[str, Var] = {}
-    for name in list(inspect.signature(flex_module.BlockMask.__init__).parameters)[1:]:
-        field = getattr(mask, name)
-        if isinstance(field, torch.Tensor):
-            fields[name] = graph.wrap_result(graph.bind_constants(field), graph.fake_mode.from_tensor(field))
-        else:
-            fields[name] = ConstVar(field)
-    return objects.construct(frame, flex_module.BlockMask, [], fields)
 
 
 __all__: list[str] = []
