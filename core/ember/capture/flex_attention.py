@@ -13,13 +13,14 @@ reads from outside (a bias table, a document-id vector) become the operator's
 by a scalar tensor (``bias[h]``) is recorded as ``aten.index``, as torch's
 ``TransformGetItemToIndex`` does, so the body runs under the operator's vmap.
 
-A block mask made inside the captured code is evaluated at capture time (:mod:`.block_masks`). The backends run the node as torch's operator: eagerly
-(torch's dense implementation and its autograd rule), or traced by make_fx into the forward and
-``flex_attention_backward`` nodes.
+A block mask made inside the captured code is evaluated at capture time (:mod:`.block_masks`).
+The backends run the node as torch's operator: eagerly (torch's dense implementation and its
+autograd rule), or traced by make_fx into the forward and ``flex_attention_backward`` nodes; the
+inductor decomposes it into that dense computation (``ember_inductor.flex_attention``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch._higher_order_ops.flex_attention import flex_attention as flex_attention_op
