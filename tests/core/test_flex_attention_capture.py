@@ -117,3 +117,21 @@ def test_gradients_equal_through_the_operator(monkeypatch):
     monkeypatch.setenv("EMBER_INDUCTOR_STRICT", "1")
     assert_captured_like_torch(operator_with_grad, _qkv(requires_grad=True), backends=("aot_eager", "inductor"),
                                grad=True)
+
+
+def learned_bias(q, k, v, table):
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score + table[q_idx - kv_idx + S]
+    return flex_attention(q, k, v, score_mod=score_mod)
+
+
+def test_learned_bias_table_is_a_graph_break_with_gradients_equal():
+    """Indexing a tensor that requires grad inside the score_mod is not captured yet (torch
+    differentiates it through a scatter of its own): a graph break, never a wrong gradient."""
+    def args():
+        table = torch.randn(2 * S, generator=torch.Generator().manual_seed(7)).requires_grad_()
+        return (*_qkv()(), table)
+    expected_args, got_args = args(), args()
+    learned_bias(*expected_args).sum().backward()
+    ember.compile(learned_bias, backend="aot_eager")(*got_args).sum().backward()
+    torch.testing.assert_close(got_args[-1].grad, expected_args[-1].grad)

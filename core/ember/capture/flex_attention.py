@@ -30,7 +30,7 @@ from .builtin_calls import handles
 from .constants import NotConstant, python_value
 from .graph import to_arg, to_fake
 from .hops import emit
-from .subgraphs import graph_attr, speculate
+from .subgraphs import Subgraph, graph_attr, speculate
 from .values import ConstVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -70,6 +70,17 @@ def _no_buffers(frame: "Frame", var: Var | None, what: str) -> None:
     frame.fail(f"flex_attention called with {what} already given")
 
 
+def _indexes_a_trained_tensor(sub: Subgraph) -> bool:
+    """Does the body index a tensor from outside that requires grad (a learned bias table)? torch's
+    own capture differentiates that read through a scatter with a vmap rule of its own; ``aten.index``
+    under the operator's vmapped backward cannot be, so such a call is a graph break."""
+    placeholders = [n for n in sub.module.graph.nodes if n.op == "placeholder"]
+    lifted = placeholders[len(placeholders) - len(sub.lifted):] if sub.lifted else []
+    return any(getattr(p.meta.get("val"), "requires_grad", False)
+               and any(u.target is torch.ops.aten.index.Tensor and u.args[0] is p for u in p.users)
+               for p in lifted)
+
+
 @handles(flex_attention_op)
 def _flex_attention(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
     bound = _bound(frame, args, kwargs)
@@ -90,6 +101,8 @@ def _flex_attention(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> 
                       index_by_tensors=True)
     mask = speculate(frame, mask_mod, mask_fakes, "flex_attention's mask_mod", single=True,
                      index_by_tensors=True)
+    if _indexes_a_trained_tensor(score) or _indexes_a_trained_tensor(mask):
+        frame.fail("flex_attention's score_mod or mask_mod indexes a tensor that requires grad")
     rest = TupleVar(list(block_mask.items[:-1]))
     try:
         options = python_value(bound["kernel_options"])
