@@ -109,6 +109,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
             return lift(evaluate(value, *py_args, **py_kwargs))
     if isinstance(value, functools._lru_cache_wrapper):
         return _call_cached(frame, value, args, kwargs)
+    if skips.hint_ignored(value, frame.globals):
+        return ConstVar(None)
     never = skips.never_traced(value)
     if never is not None and skips.marker_ignored(value, frame.globals):
         return ConstVar(None)

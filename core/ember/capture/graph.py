@@ -51,6 +51,9 @@ def _node_name(source: Source) -> str:
 class GraphBuilder:
     """Owns the fx graph, the fake-tensor mode and the list of graph inputs."""
 
+    #: ``x[i]`` with tensor or int indices is recorded as ``aten.index`` (flex_attention's bodies)
+    index_by_tensors = False
+
     def __init__(self) -> None:
         self.graph = torch.fx.Graph()
         # data-dependent results (``item``, ``nonzero``) are graph breaks unless the settings make

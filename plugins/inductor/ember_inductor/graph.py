@@ -55,9 +55,17 @@ class GraphLowering:
         # (id(input), dims, type, dtypes) -> (input, reduction): one sum of x for var's and mean's
         self.reductions: dict[tuple, tuple[Any, Any]] = {}
         self.inputs: list[Any] = []  # InputBuffer or None (non-tensor input)
+<<<<<<< HEAD
         #: size symbol -> Python expression of the wrapper's inputs that gives its value (None: an
         #: unbacked symbol, bound after the extern kernel that defines it)
         self.symbol_sources: dict[sympy.Symbol, str | None] = {}
+=======
+        #: size symbol -> Python expression of the wrapper's inputs that gives its value
+        self.symbol_sources: dict[sympy.Symbol, str] = {}
+        #: unbacked size symbols (a while_loop's iteration count): the extern output and dimension
+        #: whose size binds each, read by the wrapper right after that extern runs
+        self.unbacked: dict[sympy.Symbol, tuple[str, int]] = {}
+>>>>>>> hops2
         self.outputs: list[Any] = []  # IR nodes (realized) or Python values
         self.env: dict[torch.fx.Node, Any] = {}
         self.names: dict[str, Any] = {}
@@ -318,6 +326,10 @@ class GraphLowering:
                 kernel.out = True
             out = ir.ExternOutput(self._new_name("buf"), layout, kernel, path, alias_of)
             self.names[out.name] = out
+            for d, e in enumerate(layout.size):
+                if e.is_Symbol and e not in self.symbol_sources:
+                    self.unbacked[e] = (out.name, d)
+                    self.symbol_sources[e] = f"{out.name}.size({d})"
             kernel.outputs.append(out)
             return out
         if isinstance(val, (list, tuple)):

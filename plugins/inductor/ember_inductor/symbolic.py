@@ -5,8 +5,10 @@ dynamic capture) has ``torch.SymInt`` sizes whose ``node.expr`` are sympy expres
 ShapeEnv's symbols (``s0``...), written with torch's own index functions. :func:`to_expr` turns
 them (and plain ints) into the expressions the IR carries, with ``indexing``'s ``FloorDiv`` /
 ``ModularIndexing`` (sizes are never negative, so torch's ``Mod`` is our modulus). Anything
-else (a size that is a float, an unbacked symbol) raises :class:`SymbolicUnsupported`: the
-graph is then compiled per concrete shape instead (``compile_fx.PerShapeGraph``).
+else (a size that is a float) raises :class:`SymbolicUnsupported`: the graph is then compiled per
+concrete shape instead (``compile_fx.PerShapeGraph``). An unbacked symbol (``u0``: a size an
+extern op's output has only once it ran, the iterations of a while_loop traced for training) is
+bound by the wrapper right after that op (``GraphLowering.unbacked``).
 
 Heuristics that need a number (a parallel threshold, a block size) read the example's value
 of an expression with :func:`hint`, inside :func:`using_hints`; a choice that the result depends
@@ -126,7 +128,6 @@ def shape_env_of(gm: torch.fx.GraphModule) -> Any:
 
 _hints = threading.local()
 
-
 @contextlib.contextmanager
 def using_hints(shape_env: Any) -> Iterator[None]:
     """Make :func:`hint` read the example sizes of ``shape_env`` (None: a static graph)."""
@@ -144,7 +145,8 @@ def using_hints(shape_env: Any) -> Iterator[None]:
 
 
 def hint(expr: Any) -> int:
-    """The example's value of a size expression (for heuristics only)."""
+    """The example's value of a size expression (for heuristics only; :data:`UNBACKED_HINT` for
+    unbacked symbols)."""
     expr = sympy.sympify(expr)
     if not expr.free_symbols:
         return int(expr)

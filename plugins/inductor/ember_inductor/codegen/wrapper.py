@@ -298,6 +298,9 @@ class WrapperCodegen:
                 else:
                     lines.append(f"{op}({call})")
                 for o in outs:
+                    lines += [f"{sym.name} = {self.var[o.name]}.size({d})"
+                              for sym, (name, d) in self.graph.unbacked.items() if name == o.name]
+                for o in outs:
                     live_vars.setdefault(root[o.name], []).append(self.var[o.name])
                     lay = o.layout
                     check.append(f"check_layout({self.var[o.name]}, {self._sizes(lay.size)}, "
@@ -330,7 +333,8 @@ class WrapperCodegen:
         """``s0 = arg0.size(0)``... for every size symbol the source reads."""
         sources = {sym.name: src for sym, src in self.graph.symbol_sources.items()}
         lines = []
-        for name in sorted({s.name for s in self.symbols}):
+        unbacked = {s.name for s in self.graph.unbacked}
+        for name in sorted({s.name for s in self.symbols} - unbacked):
             if name not in sources:
                 raise SymbolicUnsupported(f"size symbol {name} is not a size of an input")
             if sources[name] is not None:  # None: bound after the extern that defines it
