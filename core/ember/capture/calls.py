@@ -14,7 +14,10 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
-from . import autograd_functions, contexts, global_state, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
+from . import (
+    autograd_functions, contexts, global_state, hooks, inlined_contexts, locks, objects, optimizers, scalar_tensors,
+    skips, user_objects,
+)
 from .builtin_arity import check_arguments
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
@@ -77,6 +80,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return _construct_module(frame, value, args, kwargs)
     if value in contexts.CONTEXT_FACTORIES:
         return contexts.make_context(frame, value, args, kwargs)
+    if inlined_contexts.is_contextmanager_helper(value):
+        return inlined_contexts.helper_call(frame, fn, args, kwargs)
     handler = _builtin_handler(value)
     if handler is not None:
         check_arguments(value, args, kwargs)  # what does not fit raises as in Python

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .builtin_calls import handles
 from .constants import as_const
 from .dispatch import handles_call
 from .values import ConstVar, Var
@@ -152,6 +153,14 @@ def set_grad_mode(frame: "Frame", enabled: bool) -> None:
         return
     torch._C._set_grad_enabled(enabled)
     frame.state.graph.graph.call_function(torch._C._set_grad_enabled, (enabled,)).meta["mutates"] = True
+
+
+@handles(torch._C._set_grad_enabled)
+def _set_grad_enabled(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``torch._C._set_grad_enabled(flag)`` (what a hand-written grad-mode context calls): the
+    capture's mode and the graph switch at once, as eager's does."""
+    set_grad_mode(frame, bool(as_const(frame, args[0], "_set_grad_enabled's flag")))
+    return ConstVar(None)
 
 
 def make_context(frame: "Frame", fn: object, args: list[Var], kwargs: dict[str, Var]) -> Var:

@@ -29,7 +29,7 @@ from .supers import super_attr
 from .torch_ops import module_is_trusted
 from .values import (
     NULL, BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar,
-    SetVar, TupleVar, Var,
+    SetVar, Suspended, TupleVar, Var,
 )
 
 _BUILTINS = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
@@ -82,6 +82,8 @@ class Frame:
         self.is_root = is_root
         self.snapshot: Snapshot | None = None
         self.yielded: list[Var] | None = None  # set when running a generator to completion
+        self.suspends = False  # a generator stepped one yield at a time (generator_contexts.py)
+        self.suspended_at: Instr | None = None  # the yield it stopped at
 
     # -- running --------------------------------------------------------------------------
     def run(self) -> Var:
@@ -604,6 +606,9 @@ class Frame:
     def YIELD_VALUE(self, ins: Instr) -> None:
         if self.yielded is None:
             self.fail("yield outside a generator the capture runs")
+        if self.suspends:  # run() returns; the caller pushes the value sent in and runs again
+            self.suspended_at = ins
+            raise _Return(Suspended(self.pop()))
         self.yielded.append(self.pop())
         self.push(ConstVar(None))  # the value sent back in
 
@@ -666,14 +671,21 @@ class Frame:
 
     # -- what breaks ----------------------------------------------------------------------------
     def BEFORE_WITH(self, ins: Instr) -> None:
+        from . import inlined_contexts
         from .contexts import ModelledContext, enter
 
         ctx = self.stack[-1]
-        if not isinstance(ctx, ModelledContext):
-            self.fail("a with-block over a context manager other than no_grad/enable_grad/set_grad_enabled/"
-                      "record_function (it is entered in Python at a graph break)")
+        if isinstance(ctx, ModelledContext):
+            exit_var, value = enter(self, ctx)
+        else:
+            if self.is_root and ins.offset in self.state.refused_withs:
+                inlined_contexts.refuse(self)
+            entered = inlined_contexts.enter(self, ctx, ins.offset if self.is_root else None)
+            if entered is None:
+                self.fail(f"a with-block over a {type(ctx).__name__} (no Python __enter__/__exit__ to inline): "
+                          "it is entered in Python at a graph break")
+            exit_var, value = entered
         self.pop()
-        exit_var, value = enter(self, ctx)
         self.push(exit_var)
         self.push(value)
 

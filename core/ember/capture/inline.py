@@ -91,6 +91,20 @@ def _bind(frame: "Frame", code: types.CodeType, n_defaults: int, kw_defaults: An
 def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """Run the Python function ``fn`` (a FunctionVar, or a ConstVar holding a function) in a child
     frame of the same class as ``frame``, its arguments bound as Python binds them."""
+    child = child_frame(frame, fn, args, kwargs)
+    code = child.code
+    if not code.co_flags & inspect.CO_GENERATOR:
+        return run_child(child)
+    # run to completion now; the caller gets an iterator over what it yielded
+    child.yielded = []
+    with run_ahead(frame, f"generator {code.co_name}()"):
+        result = run_child(child)
+    return IteratorVar(child.yielded, result=result)
+
+
+def child_frame(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> "Frame":
+    """The frame that runs ``fn(*args, **kwargs)``, not started (a generator function's frame is its
+    generator's body)."""
     if isinstance(fn, FunctionVar):
         code, globals_dict = fn.code, fn.globals
         defaults, kwdefaults = fn.defaults, fn.kwdefaults
@@ -108,24 +122,17 @@ def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
 
         def default_of(key: int | str) -> Var:  # read through the function, so guarded
             return default(frame, func, source, key)
-    is_generator = bool(code.co_flags & inspect.CO_GENERATOR)
-    if code.co_flags & _GENERATOR_FLAGS and not is_generator:
+    if code.co_flags & _GENERATOR_FLAGS and not code.co_flags & inspect.CO_GENERATOR:
         frame.fail(f"{code.co_name} is a coroutine (not supported)")
     state = frame.state
     if state.depth >= MAX_INLINE_DEPTH:
         frame.fail("inlining is too deep (recursion?)")
     bound = _bind(frame, code, len(defaults), kwdefaults, default_of, args, kwargs)
-    child = type(frame)(state, code, globals_dict, bound, closure)
-    if not is_generator:
-        return _run(child)
-    # run to completion now; the caller gets an iterator over what it yielded
-    child.yielded = []
-    with run_ahead(frame, f"generator {code.co_name}()"):
-        result = _run(child)
-    return IteratorVar(child.yielded, result=result)
+    return type(frame)(state, code, globals_dict, bound, closure)
 
 
-def _run(child: "Frame") -> Var:
+def run_child(child: "Frame") -> Var:
+    """Run (or go on running) a child frame, one level deeper."""
     state = child.state
     state.depth += 1
     try:
@@ -171,4 +178,4 @@ def _function_truth(frame: "Frame", var: FunctionVar) -> bool:
     return True
 
 
-__all__ = ["call_dunder", "class_member", "inline_call"]
+__all__ = ["call_dunder", "child_frame", "class_member", "inline_call", "run_child"]

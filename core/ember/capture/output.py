@@ -14,6 +14,7 @@ import torch
 
 from ..errors import Unsupported
 from .graph import GraphBuilder
+from .inlined_contexts import GeneratorContextVar, rebuild_expr as rebuild_context
 from .sources import Constants
 from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
@@ -118,6 +119,8 @@ class OutputBuilder:
             return f"{self.expr(var.mapping)}.{var.kind}()"
         if isinstance(var, UserObjectVar):
             return rebuild_object(self, var)
+        if isinstance(var, GeneratorContextVar):
+            return rebuild_context(self, var)
         if isinstance(var, TensorMethod):
             return f"{self.expr(var.tensor)}.{var.name}"
         if isinstance(var, ContainerMethod) and var.container.source is not None:  # bound to the real object

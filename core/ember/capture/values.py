@@ -183,6 +183,13 @@ class PartialVar(Var):
         return functools.partial
 
 
+class Suspended(Var):
+    """What ``run()`` of a suspending generator frame returns at a ``yield``: the value yielded."""
+
+    def __init__(self, value: Var) -> None:
+        self.value = value
+
+
 class _Null(Var):
     def __repr__(self) -> str:
         return "NULL"

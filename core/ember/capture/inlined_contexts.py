@@ -1,0 +1,185 @@
+"""Context managers written in Python, inlined: ``with`` over any object whose class has Python
+``__enter__``/``__exit__``, and ``@contextlib.contextmanager`` functions (their generator run a step
+at a time: to its ``yield`` on entering, from there on leaving).
+
+``BEFORE_WITH`` inlines ``type(ctx).__enter__(ctx)`` and pushes an :class:`InlinedExit` where Python
+pushes the bound ``__exit__``; the block's end (or ``WITH_EXCEPT_START``, with the exception) calls
+it, so ``__exit__`` runs inlined where Python runs it. For a generator context, leaving sends
+``None`` into the generator (it must finish: "generator didn't stop") or throws the exception
+into it at its ``yield``: finishing suppresses it, raising it again lets it through, as
+``contextlib._GeneratorContextManager.__exit__`` does.
+
+A graph break inside such a block in the outermost frame cannot rebuild an inlined ``__enter__``
+in the resume function: the capture starts again (:class:`RetryCapture`) with that ``with``
+refused, so the context is entered in Python at a graph break there, as before inlining.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import types
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Unsupported
+from .builtin_calls import handles
+from .constants import as_const
+from .dispatch import call, handles_call
+from .exceptions import Raised, throw
+from .functions import class_function
+from .inline import call_dunder, child_frame, run_child
+from .values import BoundMethodVar, ConstVar, FunctionVar, Suspended, Var
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+#: the code of the function ``@contextlib.contextmanager`` returns (one for every decorated function)
+HELPER_CODE = contextlib.contextmanager(lambda: (yield)).__code__
+
+
+class RetryCapture(Exception):
+    """Capture again, entering the ``with`` blocks at these offsets of the outermost code in Python."""
+
+    def __init__(self, offsets: frozenset[int]) -> None:
+        super().__init__(f"with-blocks at {sorted(offsets)} are entered in Python")
+        self.offsets = offsets
+
+
+class InlinedExit(Var):
+    """The ``__exit__`` a ``with`` over an inlined context leaves on the stack; ``offset``: the
+    ``BEFORE_WITH`` of the outermost frame that pushed it (None in an inlined frame)."""
+
+    def __init__(self, method: Var, offset: int | None) -> None:
+        self.method = method
+        self.offset = offset
+
+
+class GeneratorContextVar(Var):
+    """``cm(*args, **kwargs)`` of a ``@contextmanager`` function ``cm``, not entered yet."""
+
+    def __init__(self, factory: Var, func: Var, args: list[Var], kwargs: dict[str, Var]) -> None:
+        self.factory = factory
+        self.func = func
+        self.args = args
+        self.kwargs = kwargs
+        self.frame: Any = None  # its generator's frame, once entered
+
+    def python_type(self) -> type:
+        return contextlib._GeneratorContextManager
+
+
+class GeneratorExit_(Var):
+    """The ``__exit__`` of an entered :class:`GeneratorContextVar`."""
+
+    def __init__(self, ctx: GeneratorContextVar) -> None:
+        self.ctx = ctx
+
+
+def is_contextmanager_helper(value: Any) -> bool:
+    return isinstance(value, types.FunctionType) and value.__code__ is HELPER_CODE
+
+
+def helper_call(frame: "Frame", helper: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """A call of a ``@contextmanager`` function: its generator function is the helper's closure
+    (fixed with the helper, whose identity its source guards)."""
+    func = dict(zip(HELPER_CODE.co_freevars, helper.value.__closure__))["func"].cell_contents
+    return GeneratorContextVar(helper, ConstVar(func), list(args), dict(kwargs))
+
+
+class ContextManagerFactory(Var):
+    """``contextlib.contextmanager(f)`` of a function made inside the captured code."""
+
+    def __init__(self, func: Var) -> None:
+        self.func = func
+
+
+@handles(contextlib.contextmanager)
+def decorate(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``contextlib.contextmanager(func)``: a constant function is decorated for real."""
+    (func,) = args
+    if isinstance(func, ConstVar):
+        return ConstVar(contextlib.contextmanager(func.value))
+    return ContextManagerFactory(func)
+
+
+@handles_call(ContextManagerFactory)
+def _call_factory(frame: "Frame", fn: ContextManagerFactory, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    return GeneratorContextVar(fn, fn.func, list(args), dict(kwargs))
+
+
+def enter(frame: "Frame", ctx: Var, offset: int | None) -> tuple[Var, Var] | None:
+    """``BEFORE_WITH`` over ``ctx``: (the exit to push, what ``__enter__`` returned), or None when
+    ``ctx`` is not a context this module inlines."""
+    if isinstance(ctx, GeneratorContextVar):
+        return _enter_generator(frame, ctx, offset)
+    cls = type(ctx.value) if isinstance(ctx, ConstVar) else ctx.python_type()
+    exit_ = inspect.getattr_static(cls, "__exit__", None)
+    if not isinstance(exit_, types.FunctionType) \
+            or not isinstance(inspect.getattr_static(cls, "__enter__", None), types.FunctionType):
+        return None
+    method = BoundMethodVar(class_function(frame.state, cls, "__exit__", exit_), ctx)
+    value = call_dunder(frame, ctx, "__enter__", [])
+    return InlinedExit(method, offset), value
+
+
+@handles_call(InlinedExit)
+def _call_exit(frame: "Frame", fn: InlinedExit, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    return call(frame, fn.method, args, kwargs)
+
+
+def _enter_generator(frame: "Frame", ctx: GeneratorContextVar, offset: int | None) -> tuple[Var, Var]:
+    if ctx.frame is not None:
+        frame.fail("a @contextmanager context entered twice")
+    child = child_frame(frame, ctx.func, ctx.args, ctx.kwargs)
+    if not child.code.co_flags & inspect.CO_GENERATOR:
+        frame.fail("@contextmanager over a function that is not a generator")
+    child.yielded, child.suspends = [], True
+    ctx.frame = child
+    result = run_child(child)
+    if not isinstance(result, Suspended):
+        throw(RuntimeError("generator didn't yield"))
+    return InlinedExit(GeneratorExit_(ctx), offset), result.value
+
+
+@handles_call(GeneratorExit_)
+def _call_generator_exit(frame: "Frame", fn: GeneratorExit_, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    child = fn.ctx.frame
+    exc_type = as_const(frame, args[0], "__exit__'s exception type") if args else None
+    at = child.suspended_at
+    child.suspended_at = None
+    if exc_type is None:
+        child.push(ConstVar(None))
+        if isinstance(run_child(child), Suspended):
+            throw(RuntimeError("generator didn't stop"))
+        return ConstVar(False)
+    exc = args[1]
+    try:
+        child.unwind(Raised(exc), at)
+        result = run_child(child)
+    except Raised as raised:
+        if raised.value.value is exc.value:
+            return ConstVar(False)
+        raise
+    if isinstance(result, Suspended):
+        throw(RuntimeError("generator didn't stop after throw()"))
+    return ConstVar(True)
+
+
+def rebuild_expr(out: Any, var: GeneratorContextVar) -> str:
+    """The context made again after the graph (not entered: its generator has not started)."""
+    if not isinstance(var.factory, ConstVar):
+        raise Unsupported("a @contextmanager function made inside the captured code, at a graph break")
+    args = [out.expr(a) for a in var.args] + [f"{k}={out.expr(v)}" for k, v in var.kwargs.items()]
+    return f"{out.expr(var.factory)}({', '.join(args)})"
+
+
+def retry_offsets(stack: list[Var]) -> frozenset[int]:
+    """The outermost frame's ``with`` blocks over inlined contexts open on ``stack``."""
+    return frozenset(v.offset for v in stack if isinstance(v, InlinedExit) and v.offset is not None)
+
+
+def refuse(frame: "Frame") -> None:
+    frame.fail("a with-block whose body breaks the graph: its context is entered in Python at a graph break")
+
+
+__all__ = ["GeneratorContextVar", "InlinedExit", "RetryCapture", "decorate", "enter", "helper_call",
+           "is_contextmanager_helper", "rebuild_expr", "refuse", "retry_offsets"]
