@@ -296,20 +296,12 @@ EXPECTED: dict[str, str] = {
         'test_functions::return_numpy_transpose',
         'test_functions::return_several_numpy_arrays',
     ], "fullgraph: Tensor.numpy() needs the tensor's data (graph break)"),
-    # 14
+    # 6
     **dict.fromkeys([
-        'test_ctx_manager::contextmanager_finally_reads_updated_global',
-        'test_ctx_manager::contextmanager_global_updates_seen_in_body',
         'test_ctx_manager::contextmanager_sets_default_dtype',
-        'test_ctx_manager::contextmanager_writes_global_read_in_body',
-        'test_ctx_manager::contextmanager_yields_value_return_inside',
         'test_ctx_manager::disable_saved_tensors_hooks_decorator',
         'test_ctx_manager::disable_saved_tensors_hooks_inside_disabled',
-        'test_ctx_manager::generator_manager_requires_grad_enable_grad',
-        'test_ctx_manager::generator_manager_requires_grad_no_grad',
-        'test_ctx_manager::generator_manager_switching_grad',
         'test_ctx_manager::nested_disable_saved_tensors_hooks',
-        'test_ctx_manager::nested_generator_managers',
         'test_ctx_manager::sdpa_kernel_context',
         'test_exceptions::contextmanager_converts_exception',
     ], 'fullgraph: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline)'),
@@ -477,14 +469,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: attribute __eq__ of a container'),
     # 5
     **dict.fromkeys([
-        'test_ctx_manager::class_manager_requires_grad_enable_grad',
-        'test_ctx_manager::class_manager_requires_grad_no_grad',
-        'test_ctx_manager::class_manager_switching_grad',
-        'test_ctx_manager::nested_class_managers',
-        'test_ctx_manager::return_used_class_manager',
-    ], 'fullgraph: call to test_ctx_manager_behaviours.GradSwitch is not supported (not a torch op, not Python code to inline)'),
-    # 5
-    **dict.fromkeys([
         'test_generator::for_loop_over_infinite_generator_with_break',
         'test_generator::next_of_infinite_generator',
         'test_generator::throw_caught_repeatedly_in_loop',
@@ -530,10 +514,8 @@ EXPECTED: dict[str, str] = {
         'test_dicts::cmp_eq_key_raises_ordered_dict',
         'test_dicts::equal_user_keys_share_an_entry',
     ], 'fullgraph: a dict key needs a Python value, got a UserObjectVar'),
-    # 4
+    # 2
     **dict.fromkeys([
-        'test_ctx_manager::contextmanager_closing_over_tensor',
-        'test_ctx_manager::contextmanager_from_factory_called_in_helper',
         'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_0',
         'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_1',
     ], "fullgraph: attribute '__module__' of a FunctionVar is not supported"),
@@ -1156,10 +1138,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to chain.from_iterable is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
-        'test_ctx_manager::nullcontext_block_fullgraph',
-    ], 'fullgraph: call to contextlib.nullcontext is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
         'test_dicts::binop_ior_dict',
     ], 'fullgraph: call to dict.__ior__ is not supported (not a torch op, not Python code to inline)'),
     # 1
@@ -1692,10 +1670,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 3, torch.compile 1 (break: call to contextlib.redirect_stdout is not supported (not a torch op, not Python code to inline))'),
     # 1
     **dict.fromkeys([
-        'test_ctx_manager::contextlib_suppress_block',
-    ], 'graphs: ember 3, torch.compile 1 (break: call to contextlib.suppress is not supported (not a torch op, not Python code to inline))'),
-    # 1
-    **dict.fromkeys([
         'test_ctx_manager::autograd_profiler_contexts_with_break_inside',
     ], 'graphs: ember 3, torch.compile 2 (break: call to torch.autograd.profiler.profile is not supported (not a torch op, not Python code to inline))'),
     # 1
@@ -1710,10 +1684,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_ctx_manager::sdpa_kernel_context_with_break_inside',
     ], 'graphs: ember 4, torch.compile 3 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
-    # 1
-    **dict.fromkeys([
-        'test_ctx_manager::autocast_method_with_break',
-    ], 'graphs: ember 4, torch.compile 3 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
         'test_ctx_manager::nested_generator_managers_with_break',

@@ -151,7 +151,8 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     except Unsupported as exc:
         exc.guards = state.guards  # what was read before the failure decides the fallback entry
         why_not = can_break(frame, exc) if allow_breaks else "fullgraph=True"
-        open_blocks = retry_offsets(frame.snapshot.stack) if allow_breaks and frame.snapshot else frozenset()
+        snap = frame.snapshot
+        open_blocks = retry_offsets(snap.stack, list(snap.locals.values())) if allow_breaks and snap else frozenset()
         if open_blocks:
             raise RetryCapture(open_blocks) from exc
         if why_not is not None:

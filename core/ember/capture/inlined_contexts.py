@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Unsupported
 from .builtin_calls import handles
 from .constants import as_const
-from .dispatch import call, handles_call
+from .dispatch import call, handles_attr, handles_call
 from .exceptions import Raised, throw
 from .functions import class_function
 from .inline import call_dunder, child_frame, run_child
@@ -62,6 +62,8 @@ class GeneratorContextVar(Var):
         self.args = args
         self.kwargs = kwargs
         self.frame: Any = None  # its generator's frame, once entered
+        self.entered_at: int | None = None  # the outermost code's offset that entered it
+        self.done = False  # its generator has finished
 
     def python_type(self) -> type:
         return contextlib._GeneratorContextManager
@@ -133,7 +135,7 @@ def _enter_generator(frame: "Frame", ctx: GeneratorContextVar, offset: int | Non
     if not child.code.co_flags & inspect.CO_GENERATOR:
         frame.fail("@contextmanager over a function that is not a generator")
     child.yielded, child.suspends = [], True
-    ctx.frame = child
+    ctx.frame, ctx.entered_at = child, offset
     result = run_child(child)
     if not isinstance(result, Suspended):
         throw(RuntimeError("generator didn't yield"))
@@ -146,6 +148,7 @@ def _call_generator_exit(frame: "Frame", fn: GeneratorExit_, args: list[Var], kw
     exc_type = as_const(frame, args[0], "__exit__'s exception type") if args else None
     at = child.suspended_at
     child.suspended_at = None
+    fn.ctx.done = True
     if exc_type is None:
         child.push(ConstVar(None))
         if isinstance(run_child(child), Suspended):
@@ -166,15 +169,46 @@ def _call_generator_exit(frame: "Frame", fn: GeneratorExit_, args: list[Var], kw
 
 def rebuild_expr(out: Any, var: GeneratorContextVar) -> str:
     """The context made again after the graph (not entered: its generator has not started)."""
+    if var.frame is not None:
+        raise Unsupported("a @contextmanager context entered inside the captured code, at a graph break")
     if not isinstance(var.factory, ConstVar):
         raise Unsupported("a @contextmanager function made inside the captured code, at a graph break")
     args = [out.expr(a) for a in var.args] + [f"{k}={out.expr(v)}" for k, v in var.kwargs.items()]
     return f"{out.expr(var.factory)}({', '.join(args)})"
 
 
-def retry_offsets(stack: list[Var]) -> frozenset[int]:
-    """The outermost frame's ``with`` blocks over inlined contexts open on ``stack``."""
-    return frozenset(v.offset for v in stack if isinstance(v, InlinedExit) and v.offset is not None)
+class ManualEnter(Var):
+    """``cm.__enter__`` read from a :class:`GeneratorContextVar`, to be called by hand."""
+
+    def __init__(self, ctx: GeneratorContextVar) -> None:
+        self.ctx = ctx
+
+
+@handles_attr(GeneratorContextVar)
+def _context_attr(frame: "Frame", ctx: GeneratorContextVar, name: str) -> Var:
+    if name == "__enter__":
+        return ManualEnter(ctx)
+    if name == "__exit__" and ctx.frame is not None:
+        return GeneratorExit_(ctx)
+    frame.fail(f"attribute {name!r} of a @contextmanager context")
+    raise AssertionError
+
+
+@handles_call(ManualEnter)
+def _call_manual_enter(frame: "Frame", fn: ManualEnter, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    offset = frame.current.offset if frame.is_root and frame.current is not None else None
+    if offset is not None and offset in frame.state.refused_withs:
+        refuse(frame)
+    return _enter_generator(frame, fn.ctx, offset)[1]
+
+
+def retry_offsets(stack: list[Var], locals_: list[Var]) -> frozenset[int]:
+    """Where the outermost frame entered the inlined contexts still open at a break: ``with``
+    blocks on ``stack``, generator contexts entered by hand and not left."""
+    offsets = {v.offset for v in stack if isinstance(v, InlinedExit) and v.offset is not None}
+    offsets |= {v.entered_at for v in [*stack, *locals_] if isinstance(v, GeneratorContextVar)
+                and v.entered_at is not None and not v.done}
+    return frozenset(offsets)
 
 
 def refuse(frame: "Frame") -> None:

@@ -51,7 +51,7 @@ class OutputBuilder:
                 visit(var.mapping)
             elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
                 visit(var.root)
-            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar)):
+            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, GeneratorContextVar)):
                 counts[id(var)] = counts.get(id(var), 0) + 1
                 if counts[id(var)] > 1:
                     return
@@ -59,6 +59,8 @@ class OutputBuilder:
                     items = visit_parts(var)
                 elif isinstance(var, SetVar):  # a set's items are plain Python values
                     items = []
+                elif isinstance(var, GeneratorContextVar):  # one context, made once from its arguments
+                    items = [*var.args, *var.kwargs.values()]
                 else:
                     items = var.items if isinstance(var, ListVar) else list(var.items.values())
                 for item in items:
