@@ -305,20 +305,8 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::sdpa_kernel_context',
         'test_exceptions::contextmanager_converts_exception',
     ], 'fullgraph: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline)'),
-    # 13
+    # 1
     **dict.fromkeys([
-        'test_ctx_manager::enable_grad_bare_decorator',
-        'test_ctx_manager::enable_grad_bare_wrapper',
-        'test_ctx_manager::enable_grad_called_decorator',
-        'test_ctx_manager::enable_grad_called_wrapper',
-        'test_ctx_manager::no_grad_bare_decorator',
-        'test_ctx_manager::no_grad_bare_wrapper',
-        'test_ctx_manager::no_grad_called_decorator',
-        'test_ctx_manager::no_grad_called_wrapper',
-        'test_ctx_manager::set_grad_enabled_false_decorator',
-        'test_ctx_manager::set_grad_enabled_false_wrapper',
-        'test_ctx_manager::set_grad_enabled_true_decorator',
-        'test_ctx_manager::set_grad_enabled_true_wrapper',
         'test_functions::no_grad_decorated_inner_function',
     ], 'fullgraph: calling a GradModeContext is not supported'),
     # 11
