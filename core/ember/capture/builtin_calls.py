@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import environ
+from . import environ, set_keys
 from .dispatch import call, length, load_attr, store_attr
 from .exceptions import Raised, evaluate, run_ahead, throw
 from .instances import InstanceVar, pin
@@ -165,15 +165,21 @@ def _tuple(frame: "Frame", args: list, kwargs: dict) -> Var:
     return TupleVar(iterate(frame, args[0]) if args else [])
 
 
-@handles(set)
-def _set(frame: "Frame", args: list, kwargs: dict) -> Var:
-    if not args:
-        return SetVar(set())
-    try:
-        values = python_value(args[0])  # the same kind of argument as in Python (a list, a dict...)
-    except NotConstant:
-        values = [as_const(frame, v, "a set element") for v in iterate(frame, args[0])]
-    return SetVar(evaluate(set, values))
+def _make_set(set_type: type) -> Handler:
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        if not args:
+            return set_keys.make(frame, (), set_type)
+        try:
+            values = python_value(args[0])  # the same kind of argument as in Python (a list, a dict...)
+        except NotConstant:
+            values = [set_keys.key(frame, v) for v in iterate(frame, args[0])]
+        return set_keys.make(frame, evaluate(set, values), set_type)
+
+    return handler
+
+
+BUILTIN_HANDLERS[set] = _make_set(set)
+BUILTIN_HANDLERS[frozenset] = _make_set(frozenset)
 
 
 @handles(dict)

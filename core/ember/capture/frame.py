@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported
-from . import exceptions, ops
+from . import exceptions, ops, set_keys
 from .builder import wrap
 from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
 from .dispatch import call, load_attr, store_attr
@@ -488,7 +488,7 @@ class Frame:
 
     def BUILD_SET(self, ins: Instr) -> None:
         items = self.popn(ins.arg)
-        self.push(SetVar({ops.as_const(self, i, "a set element") for i in items}))
+        self.push(set_keys.make(self, [set_keys.key(self, i) for i in items]))
 
     def BUILD_MAP(self, ins: Instr) -> None:
         flat = self.popn(2 * ins.arg)
@@ -515,12 +515,15 @@ class Frame:
 
     def SET_ADD(self, ins: Instr) -> None:
         value = self.pop()
-        ops.mutable_set(self, self.stack[-ins.arg]).items.add(ops.as_const(self, value, "a set element"))
+        target = ops.mutable_set(self, self.stack[-ins.arg])
+        target.items.add(set_keys.key(self, value))
+        set_keys.keep_distinct(self, target.items)
 
     def SET_UPDATE(self, ins: Instr) -> None:
         value = self.pop()
-        items = [ops.as_const(self, i, "a set element") for i in ops.iterate(self, value)]
-        ops.mutable_set(self, self.stack[-ins.arg]).items.update(items)
+        target = ops.mutable_set(self, self.stack[-ins.arg])
+        target.items.update(set_keys.key(self, i) for i in ops.iterate(self, value))
+        set_keys.keep_distinct(self, target.items)
 
     def MAP_ADD(self, ins: Instr) -> None:
         value = self.pop()

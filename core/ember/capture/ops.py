@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import environ, objects, optimizers
+from . import environ, objects, optimizers, set_keys
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .dispatch import iterate, truthy
 from .exceptions import evaluate, throw
@@ -66,8 +66,12 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         return record(frame, op, [a, b])
     # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
     if symbol in _SET_INPLACE and (isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):
-        evaluate(op, mutable_set(frame, a).items, as_const(frame, b, "a set operand"))
+        target = mutable_set(frame, a)
+        target.items = evaluate(op, target.items, set_keys.keys_of(frame, b) if _is_set(b) else python_value(b))
         return a
+    if _is_set(a) and _is_set(b) and set_keys.has_identities([*set_keys.keys_of(frame, a), *set_keys.keys_of(frame, b)]):
+        result = evaluate(op, *(set_keys.keys_of(frame, v) for v in (a, b)))
+        return set_keys.make(frame, result, type(result)) if isinstance(result, (set, frozenset)) else lift(result)
     if symbol in ("+=", "*=") and isinstance(a, ListVar):
         items = mutable_list(frame, a).items
         if symbol == "+=":
@@ -195,7 +199,7 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
     if isinstance(container, EnvironVar):
         return environ.contains(frame, container, as_const(frame, item, "an environment variable's name"))
     if isinstance(container, SetVar):
-        return evaluate(operator.contains, container.items, as_const(frame, item, "a set element"))
+        return evaluate(operator.contains, container.items, set_keys.key(frame, item))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
         frame.fail("`in` test involving a tensor depends on tensor data")
     try:

@@ -19,7 +19,7 @@ from .sources import Constants
 from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
-from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, ListVar, SetVar, TensorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, Identity, ListVar, SetVar, TensorVar, TupleVar, Var
 
 _LITERALS = (bool, int, str, type(None), bytes)
 
@@ -57,8 +57,8 @@ class OutputBuilder:
                     return
                 if isinstance(var, ShadowVar):  # a dataclass built by the capture: its arguments, its log
                     items = visit_parts(var)
-                elif isinstance(var, SetVar):  # a set's items are plain Python values
-                    items = []
+                elif isinstance(var, SetVar):  # Python values, and tensors or objects by identity
+                    items = [k.var for k in var.items if isinstance(k, Identity)]
                 elif isinstance(var, GeneratorContextVar):  # one context, made once from its arguments
                     items = [*var.args, *var.kwargs.values()]
                 else:
@@ -105,7 +105,8 @@ class OutputBuilder:
         if isinstance(var, ListVar):
             return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
         if isinstance(var, SetVar):  # a new set on every call, as in Python
-            return "{" + ", ".join(self.key(k) for k in var.items) + "}" if var.items else "set()"
+            body = "{" + ", ".join(self.key(k) for k in var.items) + "}" if var.items else "set()"
+            return body if var.set_type is set else f"frozenset({body})"
         if isinstance(var, DictVar):
             body = ", ".join(f"{self.key(k)}: {self.expr(v)}" for k, v in var.items.items())
             if var.dict_type is dict:
@@ -132,6 +133,8 @@ class OutputBuilder:
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
 
     def key(self, key: object) -> str:
+        if isinstance(key, Identity):
+            return self.expr(key.var)
         if type(key) in _LITERALS:
             return repr(key)
         return self.consts.name(key, "key")

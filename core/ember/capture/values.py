@@ -89,16 +89,36 @@ class DictVar(Var):
         return self.dict_type
 
 
+class Identity:
+    """A set element that hashes by the identity of the object ``var`` stands for (``set_keys.py``)."""
+
+    __slots__ = ("var", "key")
+
+    def __init__(self, var: Var) -> None:
+        self.var = var
+        self.key = var.node if isinstance(var, TensorVar) else var
+
+    def __hash__(self) -> int:
+        return id(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Identity) and other.key is self.key
+
+    def __repr__(self) -> str:
+        return f"Identity({self.var!r})"
+
+
 @dataclasses.dataclass(eq=False)
 class SetVar(Var):
     """A set built by the captured code (``{a, b}``, ``set()``, ``s | t``...): it exists only in
     the capture, so it is mutated here and rebuilt in the output. Sets read from outside stay
     :class:`ConstVar` (mutating one breaks the graph)."""
 
-    items: set
+    items: set  # Python values, and set_keys.Identity keys for tensors and objects
+    set_type: type = set  # or frozenset
 
     def python_type(self) -> type:
-        return set
+        return self.set_type
 
 
 @dataclasses.dataclass(eq=False)
