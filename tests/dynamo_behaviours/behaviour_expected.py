@@ -358,15 +358,9 @@ EXPECTED: dict[str, str] = {
         'test_list::index_miss_message_deque',
         'test_list::index_miss_message_deque_nonconst',
     ], 'fullgraph: call to collections.deque is not supported (not a torch op, not Python code to inline)'),
-    # 7
+    # 1
     **dict.fromkeys([
         '_test_misc_part2::union_of_dict_keys',
-        'test_dicts::dict_items_ior',
-        'test_dicts::dict_items_or',
-        'test_dicts::dict_keys_ior',
-        'test_dicts::dict_keys_or',
-        'test_dicts::set_binop_dict_keys_vs_dict_items_ior',
-        'test_dicts::set_binop_dict_keys_vs_dict_items_or',
     ], "fullgraph: or_ raised TypeError: unsupported operand type(s) for |: 'list' and 'list'"),
     # 7
     **dict.fromkeys([
@@ -378,15 +372,6 @@ EXPECTED: dict[str, str] = {
         'test_generator::return_zip_over_generator',
         'test_generator::return_zip_over_yield_from_generator',
     ], 'fullgraph: returning a IteratorVar from compiled code is not supported yet'),
-    # 6
-    **dict.fromkeys([
-        'test_dicts::dict_items_and',
-        'test_dicts::dict_items_iand',
-        'test_dicts::dict_keys_and',
-        'test_dicts::dict_keys_iand',
-        'test_dicts::set_binop_dict_keys_vs_dict_items_and',
-        'test_dicts::set_binop_dict_keys_vs_dict_items_iand',
-    ], "fullgraph: and_ raised TypeError: unsupported operand type(s) for &: 'list' and 'list'"),
     # 6
     **dict.fromkeys([
         'test_functions::global_defaultdict_closure_factory',
@@ -405,24 +390,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::instance_dict_pop_with_default',
         'test_dicts::instance_dict_with_non_str_key',
     ], 'fullgraph: reading __dict__ of a Empty built in captured code'),
-    # 6
-    **dict.fromkeys([
-        'test_dicts::dict_items_isub',
-        'test_dicts::dict_items_sub',
-        'test_dicts::dict_keys_isub',
-        'test_dicts::dict_keys_sub',
-        'test_dicts::set_binop_dict_keys_vs_dict_items_isub',
-        'test_dicts::set_binop_dict_keys_vs_dict_items_sub',
-    ], "fullgraph: sub raised TypeError: unsupported operand type(s) for -: 'list' and 'list'"),
-    # 6
-    **dict.fromkeys([
-        'test_dicts::dict_items_ixor',
-        'test_dicts::dict_items_xor',
-        'test_dicts::dict_keys_ixor',
-        'test_dicts::dict_keys_xor',
-        'test_dicts::set_binop_dict_keys_vs_dict_items_ixor',
-        'test_dicts::set_binop_dict_keys_vs_dict_items_xor',
-    ], "fullgraph: xor raised TypeError: unsupported operand type(s) for ^: 'list' and 'list'"),
     # 5
     **dict.fromkeys([
         '_test_misc_part1::arange_of_item_float32',
@@ -439,14 +406,6 @@ EXPECTED: dict[str, str] = {
         'test_functions::membership_of_inplace_results',
         'test_functions::set_of_tensor_and_its_inplace_alias',
     ], 'fullgraph: a set element needs a Python value, got a tensor'),
-    # 5
-    **dict.fromkeys([
-        'test_dicts::inplace_and_on_views_rebinds_to_set',
-        'test_dicts::set_binop_dict_items_vs_set_and',
-        'test_dicts::set_binop_dict_items_vs_set_iand',
-        'test_dicts::set_binop_dict_keys_vs_set_and',
-        'test_dicts::set_binop_dict_keys_vs_set_iand',
-    ], "fullgraph: and_ raised TypeError: unsupported operand type(s) for &: 'list' and 'set'"),
     # 5
     **dict.fromkeys([
         'test_dicts::cmp_eq_dict',
@@ -556,27 +515,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::values_dict',
         'test_dicts::values_ordered_dict',
     ], 'fullgraph: dict.values on a value the capture does not hold'),
-    # 4
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_items_vs_set_ior',
-        'test_dicts::set_binop_dict_items_vs_set_or',
-        'test_dicts::set_binop_dict_keys_vs_set_ior',
-        'test_dicts::set_binop_dict_keys_vs_set_or',
-    ], "fullgraph: or_ raised TypeError: unsupported operand type(s) for |: 'list' and 'set'"),
-    # 4
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_items_vs_set_isub',
-        'test_dicts::set_binop_dict_items_vs_set_sub',
-        'test_dicts::set_binop_dict_keys_vs_set_isub',
-        'test_dicts::set_binop_dict_keys_vs_set_sub',
-    ], "fullgraph: sub raised TypeError: unsupported operand type(s) for -: 'list' and 'set'"),
-    # 4
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_items_vs_set_ixor',
-        'test_dicts::set_binop_dict_items_vs_set_xor',
-        'test_dicts::set_binop_dict_keys_vs_set_ixor',
-        'test_dicts::set_binop_dict_keys_vs_set_xor',
-    ], "fullgraph: xor raised TypeError: unsupported operand type(s) for ^: 'list' and 'set'"),
     # 4
     **dict.fromkeys([
         'test_functions::np_finfo_of_dtype',
@@ -866,29 +804,9 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: floordiv raised ZeroDivisionError: integer division or modulo by zero'),
     # 2
     **dict.fromkeys([
-        'test_dicts::cmp_dict_items_vs_set_ge',
-        'test_dicts::cmp_dict_keys_vs_set_ge',
-    ], "fullgraph: ge raised TypeError: '>=' not supported between instances of 'list' and 'set'"),
-    # 2
-    **dict.fromkeys([
-        'test_dicts::cmp_dict_items_vs_set_gt',
-        'test_dicts::cmp_dict_keys_vs_set_gt',
-    ], "fullgraph: gt raised TypeError: '>' not supported between instances of 'list' and 'set'"),
-    # 2
-    **dict.fromkeys([
         'test_functions::int_of_one_element_tensor_4',
         'test_functions::int_of_one_element_tensor_false',
     ], 'fullgraph: int() of a tensor reads its data (graph break)'),
-    # 2
-    **dict.fromkeys([
-        'test_dicts::cmp_dict_items_vs_set_le',
-        'test_dicts::cmp_dict_keys_vs_set_le',
-    ], "fullgraph: le raised TypeError: '<=' not supported between instances of 'list' and 'set'"),
-    # 2
-    **dict.fromkeys([
-        'test_dicts::cmp_dict_items_vs_set_lt',
-        'test_dicts::cmp_dict_keys_vs_set_lt',
-    ], "fullgraph: lt raised TypeError: '<' not supported between instances of 'list' and 'set'"),
     # 2
     **dict.fromkeys([
         'test_dicts::dict_update_from_mapping_proxy',
@@ -979,11 +897,6 @@ EXPECTED: dict[str, str] = {
         'test_list::copy_list_method',
         'test_list::reverse_list_method',
     ], "wrong: out[1][2]: 'ok' != 'TypeError'"),
-    # 2
-    **dict.fromkeys([
-        'test_dicts::dict_items_cmp_value_present_absent_dict',
-        'test_dicts::dict_items_cmp_value_present_absent_ordered_dict',
-    ], 'wrong: out[1][4]: True != False'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::attribute_added_to_namedtuple_subclass_made_inside',
@@ -1430,14 +1343,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: frozenset object has no attribute 'update'"),
     # 1
     **dict.fromkeys([
-        'test_dicts::cmp_dict_keys_vs_dict_items_ge',
-    ], "fullgraph: ge raised TypeError: '>=' not supported between instances of 'str' and 'tuple'"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::cmp_dict_keys_vs_dict_items_gt',
-    ], "fullgraph: gt raised TypeError: '>' not supported between instances of 'str' and 'tuple'"),
-    # 1
-    **dict.fromkeys([
         'test_functions::hasattr_on_dict_and_tensor',
     ], 'fullgraph: hasattr on a DictVar'),
     # 1
@@ -1466,16 +1371,8 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: iteration over a mappingproxy value is not supported'),
     # 1
     **dict.fromkeys([
-        'test_dicts::cmp_dict_keys_vs_dict_items_le',
-    ], "fullgraph: le raised TypeError: '<=' not supported between instances of 'str' and 'tuple'"),
-    # 1
-    **dict.fromkeys([
         'test_list::index_miss_message_list_nonconst',
     ], 'fullgraph: list.index over tensors'),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::cmp_dict_keys_vs_dict_items_lt',
-    ], "fullgraph: lt raised TypeError: '<' not supported between instances of 'str' and 'tuple'"),
     # 1
     **dict.fromkeys([
         'test_functions::typed_namedtuple_methods',
@@ -1704,10 +1601,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::operator_add_follows_contents_of_same_ndarray',
     ], "wrong: out['values']: Tensor-likes are not close!"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::return_dict_items_view',
-    ], "wrong: out[0]: 'list' != 'dict_items'"),
     # 1
     **dict.fromkeys([
         'test_dicts::repr_of_ordered_dict',

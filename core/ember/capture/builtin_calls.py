@@ -348,7 +348,10 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
         pin(obj)
         return ConstVar(hasattr(obj.value, name))
     from .objects import ShadowVar
+    from .values import PartialVar
 
+    if isinstance(obj, PartialVar):  # a partial's attributes are its type's and func/args/keywords
+        return ConstVar(hasattr(_A_PARTIAL, name))
     if isinstance(obj, (UserObjectVar, ShadowVar)):  # a property or __getattr__ may raise
         try:
             load_attr(frame, obj, name)
@@ -359,6 +362,9 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
             raise
     frame.fail(f"hasattr on a {type(obj).__name__}")
     raise AssertionError
+
+
+_A_PARTIAL = functools.partial(print)
 
 
 def _lacks(frame: "Frame", obj: ConstVar, name: str) -> Var:
@@ -380,6 +386,28 @@ def _signature(frame: "Frame", args: list, kwargs: dict) -> Var:
         return ConstVar(evaluate(inspect.signature, types.MethodType(func, object())))
     return ConstVar(evaluate(inspect.signature, *[python_value(a) for a in args],
                              **{k: python_value(v) for k, v in kwargs.items()}))
+
+
+#: constants made at capture that are the very objects the program uses on every call
+_LASTING = (type(None), bool, type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, torch.nn.Module)
+
+
+@handles(id)
+def _id(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """``id()`` of an input tensor: its real object's, guarded to stay that object (as
+    torch.compile's ID_MATCH); of a constant: its own."""
+    (obj,) = args
+    if isinstance(obj, TensorVar) and obj.source is not None and obj.node.op == "placeholder":
+        tensor = next(t for s, n, t in frame.state.graph.inputs if n is obj.node)
+        frame.state.guards.identity(obj.source, tensor)
+        return ConstVar(id(tensor))
+    if isinstance(obj, ConstVar) and obj.source is not None:
+        frame.state.guards.identity(obj.source, obj.value)
+        return ConstVar(id(obj.value))
+    if isinstance(obj, ConstVar) and isinstance(obj.value, _LASTING):  # the same object on every call
+        return ConstVar(id(obj.value))
+    frame.fail(f"id() of a {type(obj).__name__} made inside the captured code")
+    raise AssertionError
 
 
 @handles(callable)

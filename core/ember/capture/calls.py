@@ -28,7 +28,7 @@ from .functions import class_function
 from .inline import inline_call
 from .instances import InstanceVar, pin
 from .torch_ops import COMPILING_QUERIES, is_graph_callable, is_pure_function
-from .values import BoundMethodVar, ConstVar, PartialVar, TensorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, PartialVar, TensorVar, TupleVar, Var, contains_tensor
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -95,6 +95,9 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
             return graph.call("call_method", value.__name__, tuple(args), kwargs)
     if value in _FROM_NUMPY and args and _is_sourced_array(args[0]):
         return _numpy_input(frame, value, args[0])
+    if is_graph_callable(value) and isinstance(value, types.FunctionType) \
+            and not any(contains_tensor(a) for a in [*args, *kwargs.values()]):
+        return inline_call(frame, fn, args, kwargs)  # torch's Python helper on no tensor (F._none_or_dtype)
     if is_graph_callable(value):
         if _asks_global_state(value, args, kwargs):
             return _global_state_query(frame, value, args)

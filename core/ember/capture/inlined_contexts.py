@@ -27,6 +27,7 @@ from .dispatch import call, handles_attr, handles_call
 from .exceptions import Raised, throw
 from .functions import class_function
 from .inline import call_dunder, child_frame, run_child
+from .locks import is_lock
 from .values import BoundMethodVar, ConstVar, FunctionVar, Suspended, Var
 
 if TYPE_CHECKING:
@@ -113,6 +114,8 @@ def enter(frame: "Frame", ctx: Var, offset: int | None) -> tuple[Var, Var] | Non
     ``ctx`` is not a context this module inlines."""
     if isinstance(ctx, GeneratorContextVar):
         return _enter_generator(frame, ctx, offset)
+    if isinstance(ctx, ConstVar) and is_lock(ctx.value):  # acquiring while capturing is a no-op (locks.py)
+        return InlinedExit(ConstVar(ctx.value.__exit__), offset), ConstVar(True)
     cls = type(ctx.value) if isinstance(ctx, ConstVar) else ctx.python_type()
     exit_ = inspect.getattr_static(cls, "__exit__", None)
     if not isinstance(exit_, types.FunctionType) \
