@@ -192,31 +192,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::values_contains_dict_subclass',
         'test_dicts::values_dict_subclass',
     ], 'fullgraph: call to test_dicts_behaviours.PlainSub is not supported (not a torch op, not Python code to inline)'),
-    # 22
-    **dict.fromkeys([
-        'test_functions::partial_hasattr_annotations',
-        'test_functions::partial_hasattr_args',
-        'test_functions::partial_hasattr_call',
-        'test_functions::partial_hasattr_class',
-        'test_functions::partial_hasattr_closure',
-        'test_functions::partial_hasattr_code',
-        'test_functions::partial_hasattr_defaults',
-        'test_functions::partial_hasattr_dict',
-        'test_functions::partial_hasattr_doc',
-        'test_functions::partial_hasattr_eq',
-        'test_functions::partial_hasattr_func',
-        'test_functions::partial_hasattr_get',
-        'test_functions::partial_hasattr_globals',
-        'test_functions::partial_hasattr_hash',
-        'test_functions::partial_hasattr_keywords',
-        'test_functions::partial_hasattr_kwdefaults',
-        'test_functions::partial_hasattr_module',
-        'test_functions::partial_hasattr_name',
-        'test_functions::partial_hasattr_qualname',
-        'test_functions::partial_hasattr_reduce',
-        'test_functions::partial_hasattr_repr',
-        'test_functions::partial_hasattr_setattr',
-    ], 'fullgraph: hasattr on a PartialVar'),
     # 21
     **dict.fromkeys([
         'test_sets::binop_and_frozenset_subclass',
@@ -305,10 +280,6 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::sdpa_kernel_context',
         'test_exceptions::contextmanager_converts_exception',
     ], 'fullgraph: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::no_grad_decorated_inner_function',
-    ], 'fullgraph: calling a GradModeContext is not supported'),
     # 11
     **dict.fromkeys([
         'test_dicts::defaultdict_copies_keep_factory',
@@ -398,14 +369,6 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part1::item_checked_then_used_as_index',
         '_test_misc_part1::item_checked_then_used_as_slice_bound',
     ], "fullgraph: Tensor.item() needs the tensor's data (graph break)"),
-    # 5
-    **dict.fromkeys([
-        'test_functions::frozenset_of_tensor',
-        'test_functions::int_in_set_of_tensor',
-        'test_functions::membership_by_identity_not_value',
-        'test_functions::membership_of_inplace_results',
-        'test_functions::set_of_tensor_and_its_inplace_alias',
-    ], 'fullgraph: a set element needs a Python value, got a tensor'),
     # 5
     **dict.fromkeys([
         'test_dicts::cmp_eq_dict',
@@ -515,13 +478,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::values_dict',
         'test_dicts::values_ordered_dict',
     ], 'fullgraph: dict.values on a value the capture does not hold'),
-    # 4
-    **dict.fromkeys([
-        'test_functions::np_finfo_of_dtype',
-        'test_functions::np_finfo_of_info',
-        'test_functions::np_finfo_of_str',
-        'test_functions::np_finfo_of_type',
-    ], 'graphs: ember 0, torch.compile 1 (break: call to numpy.finfo is not supported (not a torch op, not Python code to inline))'),
     # 4
     **dict.fromkeys([
         '_test_misc_part1::branch_on_environment_variable',
@@ -637,11 +593,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::module_keyed_dict_order_recompiles',
         'test_dicts::tensor_keyed_dict_order_recompiles',
     ], 'graphs: ember 3, torch.compile 2'),
-    # 2
-    **dict.fromkeys([
-        'test_functions::equal_numpy_dtypes_share_a_graph_float',
-        'test_functions::equal_numpy_infos_share_a_graph_float',
-    ], "NameError: name 'np' is not defined"),
     # 2
     **dict.fromkeys([
         'test_generator::close_forwarded_to_iterator_close_method',
@@ -789,11 +740,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: ember internal error at CALL_FUNCTION_EX: IndexError: list index out of range'),
     # 2
     **dict.fromkeys([
-        'test_functions::pybind_object_attribute_false',
-        'test_functions::pybind_object_attribute_true',
-    ], "fullgraph: ember internal error at LOAD_ATTR: AttributeError: 'builtin_function_or_method' object has no attribute '__code__'"),
-    # 2
-    **dict.fromkeys([
         'test_dicts::dict_update_with_triple_raises',
         'test_functions::dict_update_forms',
     ], 'fullgraph: expected a mapping, got a ListVar'),
@@ -854,11 +800,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 1, torch.compile 0 (runs eagerly: _ints_with_break is a generator or coroutine function)'),
     # 2
     **dict.fromkeys([
-        'test_functions::mutates_default_tensor_of_forward',
-        'test_functions::mutates_default_tensor_of_global_function',
-    ], 'graphs: ember 2, torch.compile 1 (break: a tensor used as a default argument value)'),
-    # 2
-    **dict.fromkeys([
         'test_ctx_manager::break_inside_contextmanager_setup',
         'test_ctx_manager::break_inside_contextmanager_with_side_effects',
     ], 'graphs: ember 3, torch.compile 0 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
@@ -879,18 +820,12 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 4, torch.compile 2'),
     # 2
     **dict.fromkeys([
-        'test_functions::inplace_on_clone_keeps_identity',
-        'test_functions::inplace_result_is_its_input',
-    ], 'wrong: out[0]: False != True'),
-    # 2
-    **dict.fromkeys([
         '_test_misc_part2::data_descriptor_set',
         'test_dicts::dict_update_with_two_positionals_raises',
     ], 'wrong: out[0]: Tensor-likes are not close!'),
-    # 2
+    # 1
     **dict.fromkeys([
         'test_functions::dict_keys_view_is_live',
-        'test_functions::inplace_identity_survives_a_break',
     ], 'wrong: out[1]: False != True'),
     # 2
     **dict.fromkeys([
