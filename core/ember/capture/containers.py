@@ -182,7 +182,7 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwarg
         key = python_value(args[0])
         return items.get(key, args[1] if len(args) > 1 else ConstVar(None))
     if name == "copy":
-        return DictVar(dict(items), dict_type=obj.dict_type)
+        return DictVar(dict(items), dict_type=obj.dict_type, default_factory=obj.default_factory)
     if name == "__contains__":
         return ConstVar(python_value(args[0]) in items)
     table = mutable_dict(frame, obj).items

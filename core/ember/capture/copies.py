@@ -59,7 +59,7 @@ def _copy(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
         if isinstance(obj, ListVar):
             return ListVar(list(obj.items))
         if isinstance(obj, DictVar):
-            return DictVar(dict(obj.items), dict_type=obj.dict_type)
+            return DictVar(dict(obj.items), dict_type=obj.dict_type, default_factory=obj.default_factory)
         if isinstance(obj, SetVar):
             return SetVar(set(obj.items), set_type=obj.set_type)
         if isinstance(obj, TupleVar) and obj.tuple_type is tuple:

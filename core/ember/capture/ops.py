@@ -17,7 +17,7 @@ import torch
 from ..errors import Unsupported
 from . import environ, objects, optimizers, set_keys
 from .constants import NotConstant, as_const, kind_name, lift, python_value
-from .dispatch import iterate, truthy
+from .dispatch import call, iterate, truthy
 from .exceptions import evaluate, throw
 from .instances import pin
 from .inline import call_dunder
@@ -245,7 +245,12 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
     if isinstance(obj, DictVar):
         key = as_const(frame, index, "a dict key")
         if key not in obj.items:
-            if hasattr(obj.dict_type, "__missing__"):
+            factory = obj.default_factory
+            if factory is not None and not (isinstance(factory, ConstVar) and factory.value is None):
+                value = call(frame, factory, [], {})  # defaultdict.__missing__
+                mutable_dict(frame, obj).items[key] = value
+                return value
+            if hasattr(obj.dict_type, "__missing__") and factory is None:
                 frame.fail(f"{obj.dict_type.__name__}[{key!r}] would call __missing__")
             throw(KeyError(key))
         return obj.items[key]

@@ -111,6 +111,8 @@ class OutputBuilder:
             body = ", ".join(f"{self.key(k)}: {self.expr(v)}" for k, v in var.items.items())
             if var.dict_type is dict:
                 return "{" + body + "}"
+            if var.default_factory is not None:  # a defaultdict
+                return f"{self.consts.name(var.dict_type, 'D')}({self.expr(var.default_factory)}, {{{body}}})"
             return f"{self.consts.name(var.dict_type, 'D')}({{{body}}})"
         from .containers import ContainerMethod
         from .tensors import TensorMethod

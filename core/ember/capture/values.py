@@ -84,6 +84,7 @@ class DictVar(Var):
     items: dict[Any, Var]
     source: Source | None = None
     dict_type: type = dict
+    default_factory: Any = None  # a defaultdict's (a Var)
 
     def python_type(self) -> type:
         return self.dict_type
