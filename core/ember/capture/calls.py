@@ -5,6 +5,7 @@ other kinds of value register their own calls in their modules.
 """
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import types
@@ -15,7 +16,7 @@ from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
 from . import (
-    autograd_functions, contexts, global_state, hooks, inlined_contexts, locks, objects, optimizers, scalar_tensors,
+    autograd_functions, collections_calls, contexts, global_state, hooks, inlined_contexts, locks, objects, optimizers, scalar_tensors,
     skips, user_objects,
 )
 from .builtin_arity import check_arguments
@@ -138,6 +139,10 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return _call_real_partial(frame, fn, args, kwargs)
     if isinstance(value, type) and hasattr(value, "_fields") and issubclass(value, tuple):
         return _make_namedtuple(frame, value, args, kwargs)
+    if isinstance(value, enum.EnumMeta):
+        return collections_calls.call_enum(frame, value, args, kwargs)
+    if isinstance(value, collections_calls.GETTERS):
+        return collections_calls.call_getter(frame, value, args, kwargs)
     if is_pure_function(value) or (isinstance(value, type) and value.__module__ == "builtins") \
             or is_plain_exception_class(value):
         try:

@@ -8,9 +8,11 @@ namedtuple's fields are its items. ``keys()``, ``values()`` and ``items()`` are 
 """
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING, Any
 
 from . import set_keys
+from .collections_calls import COUNTER_READS, DequeVar, counter_method, deque_method, ordered_dict_method
 from .constants import NotConstant, as_const, lift, python_value
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
 from .exceptions import evaluate, throw
@@ -114,6 +116,10 @@ def _container_truth(frame: "Frame", var: Var) -> bool:
 @handles_call(ContainerMethod)
 def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     obj, name = fn.container, fn.name
+    if isinstance(obj, DequeVar):
+        result = deque_method(frame, obj, name, args)
+        if result is not None:
+            return result
     if isinstance(obj, ListVar):
         return _list_method(frame, obj, name, args)
     if isinstance(obj, DictVar):
@@ -174,6 +180,10 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwarg
     items = obj.items
     if kwargs and name != "update":
         frame.fail(f"dict.{name} with keyword arguments")
+    if name in ("move_to_end", "popitem"):
+        return ordered_dict_method(frame, mutable_dict(frame, obj).items, name, args, kwargs)
+    if name in COUNTER_READS and issubclass(obj.dict_type, collections.Counter):
+        return counter_method(frame, obj, name, args, kwargs)
     if name in ("items", "keys", "values"):
         if args:
             throw(TypeError(f"dict.{name}() takes no arguments ({len(args)} given)"))

@@ -14,8 +14,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from .constants import lift
-from .dispatch import handles_attr, handles_call, handles_truth
-from .exceptions import run_ahead
+from .dispatch import handles_attr, handles_call, handles_store, handles_truth
+from .exceptions import run_ahead, throw
 from .functions import class_function, default, function_source
 from .sources import AttrSource
 from .state import MAX_INLINE_DEPTH
@@ -165,12 +165,44 @@ def class_member(frame: "Frame", obj: Var, cls: type, name: str, static: Any) ->
     return None
 
 
+#: a function's attributes that are not in its ``__dict__`` and may be stored (``functools.wraps``)
+_SLOTS = ("__name__", "__qualname__", "__doc__", "__module__", "__annotations__")
+
+
 @handles_attr(FunctionVar)
 def _function_attr(frame: "Frame", obj: FunctionVar, name: str) -> Var:
+    if name in obj.slots:
+        return obj.slots[name]
     if name in ("__name__", "__qualname__"):
         return ConstVar(obj.name)
-    frame.fail(f"attribute {name!r} of a {type(obj).__name__} is not supported")
+    if name == "__module__":
+        return ConstVar(obj.globals.get("__name__"))
+    if name == "__doc__":
+        first = obj.code.co_consts[0] if obj.code.co_consts and obj.code.co_name != "<lambda>" else None
+        return ConstVar(first if isinstance(first, str) else None)
+    if name == "__annotations__":
+        return DictVar({})
+    if name == "__dict__":  # the same table: ``wrapper.__dict__.update(...)`` stores on the function
+        return DictVar(obj.attrs)
+    if name in obj.attrs:
+        return obj.attrs[name]
+    if name.startswith("__") and name.endswith("__"):
+        frame.fail(f"attribute {name!r} of a function made inside the captured code")
+    throw(AttributeError(f"'function' object has no attribute {name!r}"))
     raise AssertionError
+
+
+@handles_store(FunctionVar)
+def _function_store(frame: "Frame", obj: FunctionVar, name: str, value: Any, default: bool = False) -> None:
+    from .side_effects import DELETED
+
+    table = obj.slots if name in _SLOTS else obj.attrs
+    if name.startswith("__") and name.endswith("__") and name not in _SLOTS and name != "__wrapped__":
+        frame.fail(f"assignment to attribute {name!r} of a function made inside the captured code")
+    if value is DELETED:
+        table.pop(name, None)
+    else:
+        table[name] = value
 
 
 @handles_truth(FunctionVar)

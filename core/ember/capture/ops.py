@@ -8,6 +8,7 @@ own (the ``dispatch`` tables).
 """
 from __future__ import annotations
 
+import collections
 import operator
 import types
 from typing import TYPE_CHECKING, Any
@@ -250,6 +251,8 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
                 value = call(frame, factory, [], {})  # defaultdict.__missing__
                 mutable_dict(frame, obj).items[key] = value
                 return value
+            if issubclass(obj.dict_type, collections.Counter):  # Counter.__missing__: 0, nothing stored
+                return ConstVar(0)
             if hasattr(obj.dict_type, "__missing__") and factory is None:
                 frame.fail(f"{obj.dict_type.__name__}[{key!r}] would call __missing__")
             throw(KeyError(key))

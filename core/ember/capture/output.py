@@ -13,6 +13,7 @@ import types
 import torch
 
 from ..errors import Unsupported
+from .collections_calls import DequeVar, rebuild_deque
 from .graph import GraphBuilder
 from .inlined_contexts import GeneratorContextVar, rebuild_expr as rebuild_context
 from .sources import Constants
@@ -102,6 +103,8 @@ class OutputBuilder:
             if hasattr(var.tuple_type, "_fields"):
                 return f"{cls}({items})"
             return f"{cls}(({items}))"
+        if isinstance(var, DequeVar):
+            return rebuild_deque(self, var)
         if isinstance(var, ListVar):
             return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
         if isinstance(var, SetVar):  # a new set on every call, as in Python

@@ -159,6 +159,9 @@ class FunctionVar(Var):
     defaults: tuple[Var, ...] = ()
     kwdefaults: dict[str, Var] = dataclasses.field(default_factory=dict)
     closure: tuple[CellVar, ...] = ()
+    #: what the captured code stored on it: ``__dict__`` entries, and ``__name__``-like slots
+    attrs: dict[str, Var] = dataclasses.field(default_factory=dict)
+    slots: dict[str, Var] = dataclasses.field(default_factory=dict)
 
     def python_type(self) -> type:
         return types.FunctionType
