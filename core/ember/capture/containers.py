@@ -34,6 +34,8 @@ class ContainerMethod(Var):
 
 @handles_attr(ListVar, DictVar, SetVar)
 def _container_attr(frame: "Frame", obj: Var, name: str) -> Var:
+    if name == "maxlen" and isinstance(obj, DequeVar):
+        return ConstVar(obj.maxlen)
     if name.startswith("__"):
         frame.fail(f"attribute {name} of a container")
     return ContainerMethod(obj, name)
@@ -178,10 +180,10 @@ def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var]
 
 def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
     items = obj.items
-    if kwargs and name != "update":
-        frame.fail(f"dict.{name} with keyword arguments")
     if name in ("move_to_end", "popitem"):
         return ordered_dict_method(frame, mutable_dict(frame, obj).items, name, args, kwargs)
+    if kwargs and name != "update":
+        frame.fail(f"dict.{name} with keyword arguments")
     if name in COUNTER_READS and issubclass(obj.dict_type, collections.Counter):
         return counter_method(frame, obj, name, args, kwargs)
     if name in ("items", "keys", "values"):
