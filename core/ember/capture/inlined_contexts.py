@@ -28,6 +28,7 @@ from .exceptions import Raised, throw
 from .functions import class_function
 from .inline import call_dunder, child_frame, run_child
 from .locks import is_lock
+from .skips import never_traced
 from .values import BoundMethodVar, ConstVar, FunctionVar, Suspended, Var
 
 if TYPE_CHECKING:
@@ -118,8 +119,9 @@ def enter(frame: "Frame", ctx: Var, offset: int | None) -> tuple[Var, Var] | Non
         return InlinedExit(ConstVar(ctx.value.__exit__), offset), ConstVar(True)
     cls = type(ctx.value) if isinstance(ctx, ConstVar) else ctx.python_type()
     exit_ = inspect.getattr_static(cls, "__exit__", None)
-    if not isinstance(exit_, types.FunctionType) \
-            or not isinstance(inspect.getattr_static(cls, "__enter__", None), types.FunctionType):
+    enter_ = inspect.getattr_static(cls, "__enter__", None)
+    if not isinstance(exit_, types.FunctionType) or not isinstance(enter_, types.FunctionType) \
+            or never_traced(enter_) or never_traced(exit_):  # the standard library's are called, not traced
         return None
     method = BoundMethodVar(class_function(frame.state, cls, "__exit__", exit_), ctx)
     value = call_dunder(frame, ctx, "__enter__", [])
@@ -134,6 +136,8 @@ def _call_exit(frame: "Frame", fn: InlinedExit, args: list[Var], kwargs: dict[st
 def _enter_generator(frame: "Frame", ctx: GeneratorContextVar, offset: int | None) -> tuple[Var, Var]:
     if ctx.frame is not None:
         frame.fail("a @contextmanager context entered twice")
+    if isinstance(ctx.func, ConstVar) and never_traced(ctx.func.value):
+        frame.fail(f"@contextmanager function {ctx.func.value.__qualname__} {never_traced(ctx.func.value)}")
     child = child_frame(frame, ctx.func, ctx.args, ctx.kwargs)
     if not child.code.co_flags & inspect.CO_GENERATOR:
         frame.fail("@contextmanager over a function that is not a generator")
