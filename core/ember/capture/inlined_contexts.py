@@ -79,7 +79,15 @@ class GeneratorExit_(Var):
 
 
 def is_contextmanager_helper(value: Any) -> bool:
-    return isinstance(value, types.FunctionType) and value.__code__ is HELPER_CODE
+    """A ``@contextmanager`` function, not torch's own (those switch torch's C state, such as
+    functorch's vmap levels, that a capture given up half-way would leave switched)."""
+    return isinstance(value, types.FunctionType) and value.__code__ is HELPER_CODE and not _is_torch(
+        dict(zip(HELPER_CODE.co_freevars, value.__closure__))["func"].cell_contents)
+
+
+def _is_torch(fn: Any) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return module == "torch" or module.startswith("torch.")
 
 
 def helper_call(frame: "Frame", helper: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -121,8 +129,8 @@ def enter(frame: "Frame", ctx: Var, offset: int | None) -> tuple[Var, Var] | Non
     exit_ = inspect.getattr_static(cls, "__exit__", None)
     enter_ = inspect.getattr_static(cls, "__enter__", None)
     if not isinstance(exit_, types.FunctionType) or not isinstance(enter_, types.FunctionType) \
-            or never_traced(enter_) or never_traced(exit_):  # the standard library's are called, not traced
-        return None
+            or never_traced(enter_) or never_traced(exit_) or _is_torch(enter_):
+        return None  # the standard library's are called, not traced; torch's own are entered in Python
     method = BoundMethodVar(class_function(frame.state, cls, "__exit__", exit_), ctx)
     value = call_dunder(frame, ctx, "__enter__", [])
     return InlinedExit(method, offset), value
