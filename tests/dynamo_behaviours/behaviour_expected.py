@@ -280,18 +280,14 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::sdpa_kernel_context',
         'test_exceptions::contextmanager_converts_exception',
     ], 'fullgraph: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline)'),
-    # 11
+    # 7
     **dict.fromkeys([
         'test_dicts::defaultdict_copies_keep_factory',
-        'test_dicts::defaultdict_from_dict_and_kwargs',
         'test_dicts::defaultdict_inplace_union_keeps_factory',
         'test_dicts::defaultdict_without_factory_no_args',
         'test_dicts::defaultdict_without_factory_none',
         'test_dicts::defaultdict_without_factory_none_with_items',
         'test_dicts::dict_union_result_types',
-        'test_dicts::isinstance_of_defaultdict',
-        'test_dicts::iterate_and_update_defaultdict',
-        'test_dicts::return_new_defaultdict',
         'test_functions::defaultdict_made_inside_updates',
     ], 'fullgraph: call to collections.defaultdict is not supported (not a torch op, not Python code to inline)'),
     # 10
@@ -329,10 +325,6 @@ EXPECTED: dict[str, str] = {
         'test_list::index_miss_message_deque',
         'test_list::index_miss_message_deque_nonconst',
     ], 'fullgraph: call to collections.deque is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::union_of_dict_keys',
-    ], "fullgraph: or_ raised TypeError: unsupported operand type(s) for |: 'list' and 'list'"),
     # 7
     **dict.fromkeys([
         'test_generator::return_exhausted_generator',
@@ -478,10 +470,8 @@ EXPECTED: dict[str, str] = {
         'test_dicts::values_dict',
         'test_dicts::values_ordered_dict',
     ], 'fullgraph: dict.values on a value the capture does not hold'),
-    # 4
+    # 2
     **dict.fromkeys([
-        '_test_misc_part1::branch_on_environment_variable',
-        '_test_misc_part1::hasattr_custom_attribute_present',
         '_test_misc_part2::getattr_default_guards_attribute_presence',
         'test_sets::isdisjoint_stops_consuming_generator',
     ], 'wrong: out: Tensor-likes are not close!'),
@@ -533,16 +523,14 @@ EXPECTED: dict[str, str] = {
         'test_functions::numpy_dtype_object_call',
         'test_functions::numpy_iinfo_constant',
     ], 'fullgraph: call to numpy.dtype is not supported (not a torch op, not Python code to inline)'),
-    # 3
+    # 2
     **dict.fromkeys([
         'test_list::tuple_new_of_grandchild_class',
-        'test_list::tuple_new_of_tuple',
         'test_list::tuple_new_with_keyword_raises',
     ], 'fullgraph: call to tuple.__new__ is not supported (not a torch op, not Python code to inline)'),
-    # 3
+    # 2
     **dict.fromkeys([
         'test_dicts::popitem_dict',
-        'test_dicts::popitem_of_global_dict_guarded',
         'test_dicts::popitem_ordered_dict',
     ], 'fullgraph: dict.popitem is not supported'),
     # 3
@@ -698,10 +686,9 @@ EXPECTED: dict[str, str] = {
         'test_sets::set_subclass_extra_method',
         'test_sets::set_subclass_overriding_add',
     ], 'fullgraph: call to test_sets_behaviours.AddsOne is not supported (not a torch op, not Python code to inline)'),
-    # 2
+    # 1
     **dict.fromkeys([
         '_test_misc_part2::catch_warnings_context',
-        '_test_misc_part2::return_catch_warnings_object',
     ], 'fullgraph: call to warnings.catch_warnings is not supported (not a torch op, not Python code to inline)'),
     # 2
     **dict.fromkeys([
@@ -846,10 +833,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: StopIteration('done') raised inside generator gen(), which the capture runs before Python would"),
     # 1
     **dict.fromkeys([
-        '_test_misc_part1::function_stored_on_a_parameter',
-    ], "fullgraph: Tensor has no attribute 'plus_three'"),
-    # 1
-    **dict.fromkeys([
         '_test_misc_part1::explicit_dunder_iter_of_tensor',
     ], "fullgraph: Tensor.__iter__() needs the tensor's data (graph break)"),
     # 1
@@ -922,10 +905,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: add raised TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'"),
     # 1
     **dict.fromkeys([
-        '_test_misc_part2::nn_utils_pair_and_ntuple',
-    ], "fullgraph: assignment to attribute '__name__' of a FunctionVar"),
-    # 1
-    **dict.fromkeys([
         '_test_misc_part2::attribute_added_to_namedtuple_subclass_argument',
     ], "fullgraph: assignment to attribute 'extra' of a TupleVar"),
     # 1
@@ -968,10 +947,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_functions::checkpoint_valid_flag',
     ], 'fullgraph: call to _EngineBase.is_checkpoint_valid is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::chain_from_iterable_mixed',
-    ], 'fullgraph: call to chain.from_iterable is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         'test_dicts::binop_ior_dict',
@@ -1042,24 +1017,8 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to getset_descriptor.__get__ is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
-        'test_functions::combinations_build_shapes',
-    ], 'fullgraph: call to itertools.combinations is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::islice_over_chain',
-    ], 'fullgraph: call to itertools.islice is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::product_of_tensors_and_ints',
-    ], 'fullgraph: call to itertools.product is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
         'test_generator::long_tee_buffer',
     ], 'fullgraph: call to itertools.tee is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::zip_longest_with_fillvalue',
-    ], 'fullgraph: call to itertools.zip_longest is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::len_of_ndarray_argument',
@@ -1230,10 +1189,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: comparison '==' between UserObjectVar and UserObjectVar is not supported"),
     # 1
     **dict.fromkeys([
-        'test_dicts::ordered_dict_move_to_end_both_ends',
-    ], 'fullgraph: dict.move_to_end is not supported'),
-    # 1
-    **dict.fromkeys([
         'test_functions::dict_of_user_mutable_mapping',
     ], 'fullgraph: ember internal error at CALL: ValueError: not enough values to unpack (expected 2, got 1)'),
     # 1
@@ -1280,10 +1235,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_functions::hasattr_on_dict_and_tensor',
     ], 'fullgraph: hasattr on a DictVar'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::dataclass_made_inside_hasattr',
-    ], 'fullgraph: hasattr on a ObjectVar'),
     # 1
     **dict.fromkeys([
         'test_functions::typed_namedtuple_duck_check',
@@ -1516,10 +1467,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_ctx_manager::nested_autocast_enabled_false_with_breaks',
     ], 'graphs: ember 8, torch.compile 7 (break: print() is a side effect outside PyTorch (graph break))'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part1::isinstance_with_bad_keyword_raises',
-    ], 'no exception: eager raised TypeError'),
     # 1
     **dict.fromkeys([
         'test_dicts::dict_arguments_inplace_union_guarded',
