@@ -368,10 +368,13 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
     miss = cf.miss
     fn = cf.fn
     state = stance.STATE
+    # torch.compile tracing through this wrapper (transformers' generate compiles the model's call
+    # on its own): the original function runs, so torch's tracer sees the user's code, not ember's
+    traced_by_torch = torch.compiler.is_dynamo_compiling
 
     if has_self:
         def compiled_method(*args: Any, **kwargs: Any) -> Any:
-            if state.force_eager:
+            if state.force_eager or traced_by_torch():
                 return fn(bound_self, *args, **kwargs)
             try:
                 L = bind(bound_self, *args, **kwargs)
@@ -386,7 +389,7 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
         wrapper = compiled_method
     else:
         def compiled_function(*args: Any, **kwargs: Any) -> Any:
-            if state.force_eager:
+            if state.force_eager or traced_by_torch():
                 return fn(*args, **kwargs)
             try:
                 L = bind(*args, **kwargs)

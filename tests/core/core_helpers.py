@@ -47,3 +47,45 @@ def expect_fallback(fragment: str) -> Iterator[None]:
         yield
     messages = [str(w.message) for w in caught if str(w.message).startswith("ember:")]
     assert any(fragment in m for m in messages), messages
+
+
+def torch_compile_graph_count(fn: Callable[..., Any], *args: Any) -> int:
+    """How many graphs torch.compile captures for ``fn(*args)`` (for comparison only)."""
+    import torch._dynamo
+
+    counting = CountingBackend()
+    torch._dynamo.reset()
+    torch.compile(fn, backend=counting)(*args)
+    torch._dynamo.reset()
+    return counting.count
+
+
+def assert_captured_like_torch(fn: Callable[..., Any], make_args: Callable[[], tuple],
+                               backends: tuple[str, ...] = ("eager", "aot_eager", "inductor"),
+                               grad: bool = False) -> None:
+    """``fn`` compiled by ember: as many graphs as torch.compile, no eager fallback, and on every
+    backend results (and, with ``grad``, the gradients of the inputs that require them, None
+    included) equal to eager's."""
+    import ember
+
+    def run(call: Callable[..., Any]) -> tuple[Any, list[Any]]:
+        args = make_args()
+        out = call(*args)
+        grads: list[Any] = []
+        if grad:
+            sum(t.sum() for t in torch.utils._pytree.tree_leaves(out)).backward()
+            grads = [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        return out, grads
+
+    expected, expected_grads = run(fn)
+    assert_like = torch.testing.assert_close
+    counting = CountingBackend()
+    with no_fallback():
+        ember.compile(fn, backend=counting)(*make_args())
+    assert counting.count == torch_compile_graph_count(fn, *make_args())
+    for backend in backends:
+        with no_fallback():
+            out, grads = run(ember.compile(fn, backend=backend))
+        assert_like(out, expected)
+        assert [g is None for g in grads] == [g is None for g in expected_grads]
+        assert_like([g for g in grads if g is not None], [g for g in expected_grads if g is not None])

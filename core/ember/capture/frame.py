@@ -24,7 +24,7 @@ from .builder import wrap
 from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
 from .dispatch import call, load_attr, store_attr
 from .sources import LocalSource, cell_source, global_source
-from .state import CaptureState
+from .state import MAX_GENERATOR_ITEMS, CaptureState
 from .supers import super_attr
 from .torch_ops import module_is_trusted
 from .values import (
@@ -612,6 +612,9 @@ class Frame:
         if self.suspends:  # run() returns; the caller pushes the value sent in and runs again
             self.suspended_at = ins
             raise _Return(Suspended(self.pop()))
+        if len(self.yielded) >= MAX_GENERATOR_ITEMS:
+            self.fail(f"generator {self.code.co_name}() yields more than {MAX_GENERATOR_ITEMS} items before its "
+                      "consumer stops it (an endless generator is run to completion by the capture)")
         self.yielded.append(self.pop())
         self.push(ConstVar(None))  # the value sent back in
 

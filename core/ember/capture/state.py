@@ -9,6 +9,9 @@ from .graph import GraphBuilder
 from .side_effects import SideEffects
 
 MAX_INLINE_DEPTH = 64
+# a generator the capture runs to completion: more items than this is taken as endless (Python would
+# stop pulling first, e.g. zip with a range), and capture gives up instead of running for minutes
+MAX_GENERATOR_ITEMS = 1_000
 
 
 @dataclasses.dataclass

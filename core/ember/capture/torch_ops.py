@@ -83,11 +83,16 @@ def is_stateful_torch(fn: Any) -> bool:
         return False
 
 
+#: Python functions torch exposes in its own namespace that capture inlines: they call a
+#: higher-order operator whose bodies become subgraphs (hops.py)
+INLINED_TORCH_FUNCTIONS = {torch.cond}
+
+
 def is_graph_callable(fn: Any) -> bool:
     """True for torch ops that should become one graph node."""
     if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         return True
-    if isinstance(fn, type) or is_stateful_torch(fn):
+    if isinstance(fn, type) or is_stateful_torch(fn) or fn in INLINED_TORCH_FUNCTIONS:
         return False
     module = getattr(fn, "__module__", None)
     if module is None:

@@ -41,6 +41,7 @@ import torch.fx
 from ember.settle import Setter, Settling, settle
 from ember.shapes import is_dynamic
 from torch._subclasses import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from . import plan_cache
 from .analysis import analyze
@@ -109,7 +110,10 @@ def compile_plan(gm: torch.fx.GraphModule, args: Sequence[Any], config: AOTConfi
     """Trace, partition and compile ``gm`` for the state of ``args`` and the current grad mode;
     ``symbolic``: with the symbolic sizes of ``gm``'s placeholders, for every size at once."""
     if not symbolic:
-        return _compile_plan(gm, args, config, FakeTensorMode(allow_non_fake_inputs=True), False)
+        # a shape environment with static sizes: higher-order operators (while_loop) need one
+        # for the unbacked sizes they make, and nothing else becomes symbolic
+        static = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv(), static_shapes=True)
+        return _compile_plan(gm, args, config, static, False)
     mode = fake_mode_of(gm)
     with allowing_real_constants(mode):
         return _compile_plan(gm, symbolic_inputs(gm, args, mode), config, mode, True)
