@@ -100,13 +100,7 @@ def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
         lengths = {len(iterate(frame, a)) for a in args}
         if len(lengths) > 1:
             frame.fail("zip(strict=True) over sequences of different lengths")
-    from .itertools_calls import CountVar
-
-    finite = [iterate(frame, a) for a in args if not isinstance(a, CountVar)]
-    if not finite:
-        frame.fail("zip() of endless iterators only")
-    rows = min(len(c) for c in finite)
-    columns = [[a.next(frame) for _ in range(rows)] if isinstance(a, CountVar) else finite.pop(0) for a in args]
+    columns = [iterate(frame, a) for a in args]
     return IteratorVar([TupleVar(list(row)) for row in zip(*columns)])
 
 
@@ -131,11 +125,7 @@ def _iter(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(next)
 def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
-    from .itertools_calls import CountVar
-
     it = args[0]
-    if isinstance(it, CountVar):
-        return it.next(frame)
     if not isinstance(it, IteratorVar):
         frame.fail("next() on something that is not an iterator made in the captured code")
     frame.state.remember(it)

@@ -157,6 +157,27 @@ def _count(frame: "Frame", args: list, kwargs: dict) -> Var:
     return CountVar(start, step)
 
 
+_ZIP, _NEXT = BUILTIN_HANDLERS[zip], BUILTIN_HANDLERS[next]
+
+
+@handles(zip)
+def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """``zip`` with a ``count()`` among its arguments: as many of its items as the others have."""
+    if not any(isinstance(a, CountVar) for a in args):
+        return _ZIP(frame, args, kwargs)
+    finite = [iterate(frame, a) for a in args if not isinstance(a, CountVar)]
+    if not finite:
+        frame.fail("zip() of endless iterators only")
+    rows = min(len(c) for c in finite)
+    columns = [[a.next(frame) for _ in range(rows)] if isinstance(a, CountVar) else finite.pop(0) for a in args]
+    return IteratorVar([TupleVar(list(row)) for row in zip(*columns)])
+
+
+@handles(next)
+def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
+    return args[0].next(frame) if args and isinstance(args[0], CountVar) else _NEXT(frame, args, kwargs)
+
+
 @handles_iter(CountVar)
 def _iterate_count(frame: "Frame", var: CountVar) -> list[Var]:
     frame.fail("iterating over itertools.count() to its end (endless)")
