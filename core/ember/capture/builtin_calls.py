@@ -27,7 +27,7 @@ from .torch_ops import BINARY_OPS
 from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
-    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, TensorVar, TupleVar, Var,
 )
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import set_keys
 from .collections_calls import COUNTER_READS, DequeVar, counter_method, deque_method, ordered_dict_method
-from .constants import NotConstant, as_const, lift, python_value
+from .constants import NotConstant, lift, python_value
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
 from .exceptions import evaluate, throw
 from .objects import ShadowVar, mapping_items

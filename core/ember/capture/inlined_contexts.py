@@ -29,7 +29,7 @@ from .functions import class_function
 from .inline import call_dunder, child_frame, run_child
 from .locks import is_lock
 from .skips import never_traced
-from .values import BoundMethodVar, ConstVar, FunctionVar, Suspended, Var
+from .values import BoundMethodVar, ConstVar, Suspended, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -71,7 +71,7 @@ class GeneratorContextVar(Var):
         return contextlib._GeneratorContextManager
 
 
-class GeneratorExit_(Var):
+class GeneratorContextExit(Var):
     """The ``__exit__`` of an entered :class:`GeneratorContextVar`."""
 
     def __init__(self, ctx: GeneratorContextVar) -> None:
@@ -81,8 +81,12 @@ class GeneratorExit_(Var):
 def is_contextmanager_helper(value: Any) -> bool:
     """A ``@contextmanager`` function, not torch's own (those switch torch's C state, such as
     functorch's vmap levels, that a capture given up half-way would leave switched)."""
-    return isinstance(value, types.FunctionType) and value.__code__ is HELPER_CODE and not _is_torch(
-        dict(zip(HELPER_CODE.co_freevars, value.__closure__))["func"].cell_contents)
+    return isinstance(value, types.FunctionType) and value.__code__ is HELPER_CODE and not _is_torch(_generator_of(value))
+
+
+def _generator_of(helper: types.FunctionType) -> Any:
+    """The generator function a ``@contextmanager`` helper closes over."""
+    return dict(zip(HELPER_CODE.co_freevars, helper.__closure__))["func"].cell_contents
 
 
 def _is_torch(fn: Any) -> bool:
@@ -93,8 +97,7 @@ def _is_torch(fn: Any) -> bool:
 def helper_call(frame: "Frame", helper: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """A call of a ``@contextmanager`` function: its generator function is the helper's closure
     (fixed with the helper, whose identity its source guards)."""
-    func = dict(zip(HELPER_CODE.co_freevars, helper.value.__closure__))["func"].cell_contents
-    return GeneratorContextVar(helper, ConstVar(func), list(args), dict(kwargs))
+    return GeneratorContextVar(helper, ConstVar(_generator_of(helper.value)), list(args), dict(kwargs))
 
 
 class ContextManagerFactory(Var):
@@ -154,11 +157,11 @@ def _enter_generator(frame: "Frame", ctx: GeneratorContextVar, offset: int | Non
     result = run_child(child)
     if not isinstance(result, Suspended):
         throw(RuntimeError("generator didn't yield"))
-    return InlinedExit(GeneratorExit_(ctx), offset), result.value
+    return InlinedExit(GeneratorContextExit(ctx), offset), result.value
 
 
-@handles_call(GeneratorExit_)
-def _call_generator_exit(frame: "Frame", fn: GeneratorExit_, args: list[Var], kwargs: dict[str, Var]) -> Var:
+@handles_call(GeneratorContextExit)
+def _call_generator_exit(frame: "Frame", fn: GeneratorContextExit, args: list[Var], kwargs: dict[str, Var]) -> Var:
     child = fn.ctx.frame
     exc_type = as_const(frame, args[0], "__exit__'s exception type") if args else None
     at = child.suspended_at
@@ -204,7 +207,7 @@ def _context_attr(frame: "Frame", ctx: GeneratorContextVar, name: str) -> Var:
     if name == "__enter__":
         return ManualEnter(ctx)
     if name == "__exit__" and ctx.frame is not None:
-        return GeneratorExit_(ctx)
+        return GeneratorContextExit(ctx)
     frame.fail(f"attribute {name!r} of a @contextmanager context")
     raise AssertionError
 
