@@ -127,9 +127,10 @@ def operator_ops(x):
 def dataclass_enum_typing(x):
     cfg = dataclasses.replace(Config(), depth=4)
     names = [f.name for f in dataclasses.fields(Config)]
+    as_dict = dataclasses.asdict(cfg)
     mode = Mode(2)
     y = typing.cast(torch.Tensor, x)
-    return y * cfg.scale * cfg.depth, names, mode is Mode.SLOW, Mode["FAST"].value, len(Mode)
+    return y * cfg.scale * cfg.depth, names, as_dict, mode is Mode.SLOW, Mode["FAST"].value, len(Mode)
 
 
 CASES = [defaultdict_groups, global_defaultdict, deque_ops, namedtuple_ops, ordered_and_counter, itertools_ops,

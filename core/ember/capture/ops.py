@@ -172,6 +172,9 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
         if a.value is not None and b.value is not None:
             pin(a, b)
         return a.value is b.value
+    if isinstance(a, ShadowVar) and isinstance(b, ConstVar) or isinstance(b, ShadowVar) and isinstance(a, ConstVar):
+        pin(a, b)  # a real object inside a built one (a dataclass's Field)
+        return a.value is b.value
     if isinstance(a, ConstVar) or isinstance(b, ConstVar):
         # a constant is never the same object as a tensor/container built or read by the capture,
         # except when the constant itself is such a container (read twice from one source)
