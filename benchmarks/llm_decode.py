@@ -141,7 +141,8 @@ def run_hf(compiler: str, shape: str, tokens: int, mode: str | None) -> dict[str
     params = sum(p.numel() * p.element_size() for p in model.parameters())
     bw = _bandwidth()
     prompt = torch.randint(3, s.vocab, (1, PROMPT), device="cuda")
-    kw = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, cache_implementation="static")
+    kw = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, cache_implementation="static",
+              disable_compile=True)  # else generate wraps the call in torch.compile by itself on CUDA
 
     def timed() -> tuple[torch.Tensor, float]:
         torch.cuda.synchronize()

@@ -275,3 +275,36 @@ def test_objects_made_at_a_break_do_not_recompile():
 def entries(cf) -> int:
     """Cache entries of a compiled function and of its resume functions (one per compile)."""
     return len(cf.entries) + sum(entries(r.__ember__) for r in cf.resumes.values())
+
+
+@pytest.mark.parametrize("make", [lambda: torch.autocast("cpu", torch.bfloat16), torch.no_grad],
+                         ids=["autocast", "no_grad"])
+def test_a_context_object_held_in_a_local_at_a_later_break(make):
+    """``ctx = torch.autocast(...) if amp else ...; with ctx: loss = ...; loss.backward()``: the
+    context object is still a local at the break, so the code after the graph makes it again."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 1)
+    x = torch.randn(3, 4)
+
+    def step(x):
+        ctx = make()
+        with ctx:
+            loss = lin(x).float().sum()
+        if loss.requires_grad:
+            loss.backward()
+        return loss.detach(), ctx
+
+    expected, _ = step(x)
+    want = [p.grad.clone() if p.grad is not None else None for p in lin.parameters()]
+    lin.zero_grad(set_to_none=True)
+    backend = CountingBackend()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got, ctx = ember.compile(step, backend=backend)(x)
+    assert not [str(w.message) for w in caught if str(w.message).startswith("ember:")]  # no fallback
+    assert type(ctx) is type(make()) and backend.count >= 1
+    torch.testing.assert_close(got, expected)
+    for p, w in zip(lin.parameters(), want):
+        assert (p.grad is None) == (w is None)
+        if w is not None:
+            torch.testing.assert_close(p.grad, w)

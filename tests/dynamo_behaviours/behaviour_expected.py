@@ -392,11 +392,9 @@ EXPECTED: dict[str, str] = {
         'test_dicts::instance_dunder_dict_multiple_mutations',
         'test_dicts::instance_dunder_dict_values_includes_mutations',
     ], 'fullgraph: reading __dict__ of a Attrs with stores not yet replayed'),
-    # 5
+    # 3
     **dict.fromkeys([
         'test_ctx_manager::grad_context_returned_through_break',
-        'test_functions::inner_def_after_break_no_recompile',
-        'test_functions::inner_lambda_after_break_no_recompile',
         'test_functions::partial_of_local_lambda_across_break',
         'test_functions::partials_mixed_kinds_across_break',
     ], 'graphs: ember 0, torch.compile 1 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
@@ -582,12 +580,6 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part2::ones_like_of_ndarrays_across_break',
         '_test_misc_part2::two_ndarrays_across_a_break',
     ], "graphs: ember 0, torch.compile 2 (break: Tensor.numpy() needs the tensor's data (graph break))"),
-    # 3
-    **dict.fromkeys([
-        'test_generator::next_after_break_of_nonlocal_writing_generator',
-        'test_generator::return_generator_that_writes_nonlocal',
-        'test_generator::return_yield_from_generator_writing_nonlocal',
-    ], 'graphs: ember 1, torch.compile 0 (runs eagerly: gen is a generator or coroutine function)'),
     # 3
     **dict.fromkeys([
         'test_dicts::global_dict_membership_guarded',
@@ -778,9 +770,8 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part2::numpy_force_false',
         '_test_misc_part2::numpy_force_true_on_requires_grad',
     ], "graphs: ember 0, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
-    # 2
+    # 1
     **dict.fromkeys([
-        'test_functions::closure_rebound_between_two_broken_calls',
         'test_functions::rebinding_partial_used_by_closure_across_break',
     ], 'graphs: ember 0, torch.compile 3 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 2
@@ -808,9 +799,8 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::inlined_no_grad_function_with_break',
         'test_ctx_manager::nested_grad_modes_with_breaks',
     ], 'graphs: ember 3, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
-    # 2
+    # 1
     **dict.fromkeys([
-        '_test_misc_part1::closures_with_int_then_tensor_cells',
         'test_functions::unread_entries_do_not_recompile',
     ], 'graphs: ember 4, torch.compile 2'),
     # 2
@@ -1380,10 +1370,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::numpy_arange_after_a_break',
     ], 'graphs: ember 0, torch.compile 1 (break: print() is a side effect outside PyTorch (graph break))'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::filter_on_tensor_value_breaks',
-    ], "graphs: ember 0, torch.compile 1 (runs eagerly: data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`))"),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::iterate_ndarray_rows',

@@ -62,11 +62,11 @@ from .frame import Frame
 from .graph import remove_dead_nodes
 from .inlined_contexts import RetryCapture, retry_offsets
 from .output import OutputBuilder
-from .resume import ARG_KINDS, OPAQUE
+from .resume import ARG_KINDS, CELL, OPAQUE
 from .sources import Constants, DictEntrySource, LocalSource, Source
 from .state import CaptureState
 from .symbolic import has_symbolic
-from .values import ConstVar
+from .values import CellVar, ConstVar
 
 
 @dataclasses.dataclass
@@ -136,9 +136,12 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         exc = Unsupported(f"{code.co_name} is a generator or coroutine function")
         exc.guards = state.guards
         raise exc
-    closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    closure: dict[str, Any] = dict(zip(code.co_freevars, fn.__closure__ or ()))
     special = _special_arguments(state, fn, f_locals)
-    lazy = {k: v for k, v in f_locals.items() if k not in special}
+    for name, var in list(special.items()):
+        if isinstance(var, CellVar):  # a cell of the function, passed to its resume function
+            closure[name] = special.pop(name)
+    lazy = {k: v for k, v in f_locals.items() if k not in special and k not in closure}
     frame = Frame(state, code, fn.__globals__, special, closure, lazy_args=lazy, is_root=True)
     builder = OutputBuilder(state.graph, state.guards.consts)
     resumes: list[ResumeRequest] = []
@@ -146,8 +149,9 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     try:
         result = frame.run()
         shared = builder.share([result, *state.side_effects.values()])
-        tail = [*shared, f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder),
-                "    return ___result"]
+        body = [*shared, f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder)]
+        makes, fills = builder.cell_lines()
+        tail = [*makes, *body, *fills, "    return ___result"]
     except Unsupported as exc:
         exc.guards = state.guards  # what was read before the failure decides the fallback entry
         why_not = can_break(frame, exc) if allow_breaks else "fullgraph=True"
@@ -172,18 +176,22 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
             exc.no_break_reason = str(inner)
             raise exc from inner
         replay = state.side_effects.replay_lines(builder)  # after the stack is rebuilt, before the step
-        tail, resumes, reason = plan.prefix + replay + plan.native, plan.resumes, exc
+        makes, fills = builder.cell_lines()
+        tail, resumes, reason = makes + plan.prefix + replay + fills + plan.native, plan.resumes, exc
     return _finish(state, builder, tail, resumes, reason)
 
 
 def _special_arguments(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, Any]) -> dict[str, Any]:
     """A resume function's arguments that the capture must not read as inputs: values made in
-    Python at a break, passed along unread, and an exception for a handler (guarded on type)."""
+    Python at a break, passed along unread, an exception for a handler (guarded on type), and
+    the function's cells (read through the argument when used)."""
     result: dict[str, Any] = {}
     for name, kind in getattr(fn, ARG_KINDS, {}).items():
         if name not in f_locals:
             continue
-        if kind == OPAQUE:
+        if kind == CELL:
+            result[name] = state.real_cell(f_locals[name], LocalSource(name))
+        elif kind == OPAQUE:
             result[name] = contexts.Opaque(LocalSource(name))
         else:
             state.guards.type_match(LocalSource(name), f_locals[name])

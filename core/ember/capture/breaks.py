@@ -66,8 +66,6 @@ def can_break(frame: "Frame", exc: Unsupported) -> str | None:
     ins = snap.instr
     if ins.opname not in _SIMPLE and ins.opname not in _JUMPS:
         return f"cannot break at a {ins.opname} instruction"
-    if frame.code.co_cellvars:
-        return "cannot break in a function whose variables are captured by inner functions"
     if snap.handled is not None:
         return "cannot break inside an except or finally handler"
     return None
@@ -105,6 +103,8 @@ class _Writer:
                 self.opaque_locals.append(name)
         for name in sorted(snap.lazy_args):
             self.local_exprs[name] = f"L[{name!r}]"
+        for name in frame.code.co_cellvars:  # the cells themselves, shared with closures made before
+            self.local_exprs[name] = out.expr(frame.cell_var(name))
 
     def _slot(self, i: int, var: Var) -> tuple[SlotKind, str]:
         if var is NULL:
@@ -224,6 +224,8 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         return _resume_after(w, next_offset, None)
     elif op in ("LOAD_ATTR", "LOAD_METHOD"):
         (obj,) = w.pop()
+        if obj[0] == ITER:  # rebuilt as a list iterator: a generator's ``send``/``throw`` are not there
+            raise Unsupported(f"attribute {ins.argval!r} of an iterator or generator made in the captured code")
         emit(f"    ___r = {value(obj)}.{ins.argval}")
         method = op == "LOAD_METHOD" or (ins.arg is not None and ins.arg & 1 and _py312())
         if method:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import collections
 import enum
 import os
+import types
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .instances import InstanceVar, by_type
-from .sources import AttrSource, ItemSource, Source
+from .sources import AttrSource, ItemSource, LocalSource, Source
 from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -125,8 +126,17 @@ def _opaque(state: "CaptureState", value: Any, source: Source | None) -> Var:
             state.instances[id(value)] = (value, source)
             state.guards.type_match(source, value)
         return InstanceVar(value, source, state.guards)
+    if closure_read_through(value, source):  # made anew on each call: guarded on its code
+        state.guards.identity(AttrSource(source, "__code__"), value.__code__)
+        return ConstVar(value, source)
     state.guards.identity(source, value)
     return ConstVar(value, source)
+
+
+def closure_read_through(value: Any, source: Source | None) -> bool:
+    """A closure held in a local (as a resume function gets the closures made before its
+    break): guarded on its code, its cells read through ``source`` (``inline.closure_cells``)."""
+    return isinstance(value, types.FunctionType) and bool(value.__closure__) and isinstance(source, LocalSource)
 
 
 def raise_unsupported(reason: str) -> None:

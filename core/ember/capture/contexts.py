@@ -54,6 +54,11 @@ class ModelledContext(Var):
     def python_type(self) -> type:
         return self.spec.factory
 
+    def remakeable(self) -> bool:
+        """Can the code after the graph make it again with ``spec`` (a context object still held
+        in a local at a break, ``ctx = torch.autocast(...)``)? Only if making it changes nothing."""
+        return True
+
     def enter(self, frame: "Frame") -> "ContextExit":
         raise NotImplementedError
 
@@ -66,6 +71,9 @@ class GradModeContext(ModelledContext):
         self.enabled = enabled
         self.spec = spec
         self.previous = previous  # set_grad_enabled switches when constructed
+
+    def remakeable(self) -> bool:
+        return self.previous is None
 
     def enter(self, frame: "Frame") -> "ContextExit":
         previous = self.previous if self.previous is not None else torch.is_grad_enabled()

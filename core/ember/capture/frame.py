@@ -23,7 +23,7 @@ from . import exceptions, ops, set_keys
 from .builder import wrap
 from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
 from .dispatch import call, load_attr, store_attr
-from .sources import LocalSource, cell_source, global_source
+from .sources import AttrSource, ConstantSource, LocalSource, cell_source, constant_source, global_source
 from .state import MAX_GENERATOR_ITEMS, CaptureState
 from .supers import super_attr
 from .torch_ops import module_is_trusted
@@ -273,29 +273,38 @@ class Frame:
 
     LOAD_CLASSDEREF = LOAD_DEREF
 
-    def load_cell(self, name: str) -> Var:
+    def cell_var(self, name: str) -> CellVar:
+        """The CellVar of ``name``; a real cell gets one on first use, its contents unread."""
         cell = self.cells.get(name)
         if isinstance(cell, CellVar):
-            if cell.contents is None:
-                self.fail(f"free variable {name!r} is read before assignment")
-            return cell.contents
+            return cell
         if cell is None:
             self.fail(f"unknown closure variable {name!r}")
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            self.fail(f"free variable {name!r} is read before assignment")
-        var = wrap(self.state, value, cell_source(cell, name))
-        self.cells[name] = CellVar(var)
-        self.cells[name].real_cell = cell
+        var = self.cells[name] = self.state.real_cell(cell, constant_source(cell))
         return var
 
+    def load_cell(self, name: str) -> Var:
+        cell = self.cell_var(name)
+        if not cell.read:
+            try:
+                value = cell.real.cell_contents
+            except ValueError:
+                self.fail(f"free variable {name!r} is read before assignment")
+            source = cell_source(cell.real, name) if isinstance(cell.source, ConstantSource) \
+                else AttrSource(cell.source, "cell_contents")
+            cell.contents, cell.read = wrap(self.state, value, source), True
+        if cell.contents is None:
+            self.fail(f"free variable {name!r} is read before assignment")
+        return cell.contents
+
     def STORE_DEREF(self, ins: Instr) -> None:
-        cell = self.cells.get(ins.argval)
-        if isinstance(cell, CellVar) and getattr(cell, "real_cell", None) is None:
-            cell.contents = self.pop()
-        else:
-            self.fail(f"assignment to closure variable {ins.argval!r} of an outer function is not supported yet")
+        """A store into a real cell is a side effect, replayed on the cell after the graph."""
+        cell = self.cell_var(ins.argval)
+        value = self.pop()
+        self.state.remember(cell)
+        cell.contents, cell.read = value, True
+        if cell.real is not None:
+            self.state.side_effects.store_attr(cell, cell.real, "cell_contents", value)
 
     def MAKE_CELL(self, ins: Instr) -> None:
         name = ins.argval
@@ -307,11 +316,7 @@ class Frame:
     def COPY_FREE_VARS(self, ins: Instr) -> None: ...
 
     def LOAD_CLOSURE(self, ins: Instr) -> None:
-        cell = self.cells.get(ins.argval)
-        if not isinstance(cell, CellVar):
-            self.load_cell(ins.argval)
-            cell = self.cells[ins.argval]
-        self.push(cell)
+        self.push(self.cell_var(ins.argval))
 
     def LOAD_ATTR(self, ins: Instr) -> None:
         obj = self.pop()

@@ -13,11 +13,12 @@ import inspect
 import types
 from typing import TYPE_CHECKING, Any
 
+from .builder import closure_read_through
 from .constants import lift
 from .dispatch import handles_attr, handles_call, handles_store, handles_truth
 from .exceptions import run_ahead, throw
 from .functions import class_function, default, function_source
-from .sources import AttrSource
+from .sources import AttrSource, ItemSource, Source
 from .state import MAX_INLINE_DEPTH
 from .values import BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, TupleVar, Var
 
@@ -116,8 +117,8 @@ def child_frame(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
         func = fn.value
         code, globals_dict = func.__code__, func.__globals__
         defaults, kwdefaults = func.__defaults__ or (), func.__kwdefaults__ or {}
-        closure = dict(zip(code.co_freevars, func.__closure__ or ()))
         source = function_source(func, fn.source)
+        closure = closure_cells(frame, func, source)
         frame.state.guards.identity(AttrSource(source, "__code__"), code)  # its code may be replaced
 
         def default_of(key: int | str) -> Var:  # read through the function, so guarded
@@ -129,6 +130,17 @@ def child_frame(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
         frame.fail("inlining is too deep (recursion?)")
     bound = _bind(frame, code, len(defaults), kwdefaults, default_of, args, kwargs)
     return type(frame)(state, code, globals_dict, bound, closure)
+
+
+def closure_cells(frame: "Frame", func: types.FunctionType, source: Source) -> dict[str, Any]:
+    """The cells of ``func``: real cells, read through ``source`` for a closure guarded on its
+    code (``builder.closure_read_through``), else (the function guarded itself) as they are."""
+    cells = func.__closure__ or ()
+    if not closure_read_through(func, source):
+        return dict(zip(func.__code__.co_freevars, cells))
+    table = AttrSource(source, "__closure__")
+    return {name: frame.state.real_cell(cell, ItemSource(table, i))
+            for i, (name, cell) in enumerate(zip(func.__code__.co_freevars, cells))}
 
 
 def run_child(child: "Frame") -> Var:

@@ -14,13 +14,17 @@ import torch
 
 from ..errors import Unsupported
 from .collections_calls import DequeVar, rebuild_deque
+from .contexts import ModelledContext
 from .graph import GraphBuilder
 from .inlined_contexts import GeneratorContextVar, rebuild_expr as rebuild_context
 from .sources import Constants
 from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
-from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, Identity, ListVar, SetVar, TensorVar, TupleVar, Var
+from .values import (
+    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, ListVar, SetVar, TensorVar,
+    TupleVar, Var,
+)
 
 _LITERALS = (bool, int, str, type(None), bytes)
 
@@ -34,6 +38,7 @@ class OutputBuilder:
         self.outputs: list[TensorVar] = []
         self._index: dict[torch.fx.Node, int] = {}
         self._shared: dict[int, str] = {}  # id(container Var) -> runner variable holding it
+        self._cells: dict[int, tuple[str, CellVar]] = {}  # cells the captured code made
 
     def share(self, roots: list[Var]) -> list[str]:
         """Lines binding each container the capture built that ``roots`` reach more than once
@@ -52,7 +57,7 @@ class OutputBuilder:
                 visit(var.mapping)
             elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
                 visit(var.root)
-            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, GeneratorContextVar)):
+            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar, GeneratorContextVar)):
                 counts[id(var)] = counts.get(id(var), 0) + 1
                 if counts[id(var)] > 1:
                     return
@@ -62,6 +67,8 @@ class OutputBuilder:
                     items = [k.var for k in var.items if isinstance(k, Identity)]
                 elif isinstance(var, GeneratorContextVar):  # one context, made once from its arguments
                     items = [*var.args, *var.kwargs.values()]
+                elif isinstance(var, FunctionVar):  # its cells are filled after (cell_lines)
+                    items = [*var.defaults, *var.kwdefaults.values()]
                 else:
                     items = var.items if isinstance(var, ListVar) else list(var.items.values())
                 for item in items:
@@ -107,6 +114,18 @@ class OutputBuilder:
             return rebuild_deque(self, var)
         if isinstance(var, ListVar):
             return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
+        if isinstance(var, CellVar):
+            if id(var) not in self._cells:
+                self._cells[id(var)] = (f"___cell{len(self._cells)}", var)
+            return self._cells[id(var)][0]
+        if isinstance(var, FunctionVar) and (var.attrs or var.slots):
+            raise Unsupported("a function made inside the captured code with attributes stored on it (functools.wraps)")
+        if isinstance(var, FunctionVar):  # a closure made by the captured code: a new function
+            parts = [self.consts.name(var.code, "code"), self.consts.name(var.globals, "g"),
+                     "(" + "".join(f"{self.expr(v)}, " for v in var.defaults) + ")",
+                     "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in var.kwdefaults.items()) + "}",
+                     "(" + "".join(f"{self.expr(c)}, " for c in var.closure) + ")"]
+            return f"{self.consts.name(make_function, 'mkfn')}({', '.join(parts)})"
         if isinstance(var, SetVar):  # a new set on every call, as in Python
             body = "{" + ", ".join(self.key(k) for k in var.items) + "}" if var.items else "set()"
             return body if var.set_type is set else f"frozenset({body})"
@@ -135,7 +154,24 @@ class OutputBuilder:
             return f"{self.expr(var.container)}.{var.name}"
         if isinstance(var, BoundMethodVar) and isinstance(var.func, ConstVar):  # ``obj.method`` at a break
             return f"{self.consts.name(types.MethodType, 'M')}({self.expr(var.func)}, {self.expr(var.self_var)})"
+        if isinstance(var, ModelledContext) and var.remakeable():  # its effects are the graph's: a new one
+            args = "".join(f"{self.expr(ConstVar(a))}, " for a in var.spec.args)
+            return f"{self.consts.name(var.spec.factory, 'ctx')}({args})"
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
+
+    def cell_lines(self) -> tuple[list[str], list[str]]:
+        """Lines making the cells that the written expressions name (first in the runner), and
+        lines filling them (once the values they hold are rebuilt): a closure that refers to
+        itself, or two closures sharing a cell, see one cell as in Python."""
+        fills: list[str] = []
+        done = 0
+        while done < len(self._cells):  # filling one may name cells of closures it holds
+            name, var = list(self._cells.values())[done]
+            if var.contents is not None:
+                fills.append(f"    {name}.cell_contents = {self.expr(var.contents)}")
+            done += 1
+        cell_type = self.consts.name(types.CellType, "CellType")
+        return [f"    {name} = {cell_type}()" for name, _ in self._cells.values()], fills
 
     def key(self, key: object) -> str:
         if isinstance(key, Identity):
@@ -143,3 +179,11 @@ class OutputBuilder:
         if type(key) in _LITERALS:
             return repr(key)
         return self.consts.name(key, "key")
+
+
+def make_function(code: types.CodeType, globals_dict: dict, defaults: tuple, kwdefaults: dict,
+                  closure: tuple) -> types.FunctionType:
+    """A function made by the captured code, as ``MAKE_FUNCTION`` makes it."""
+    fn = types.FunctionType(code, globals_dict, code.co_name, defaults or None, closure or None)
+    fn.__kwdefaults__ = kwdefaults or None
+    return fn

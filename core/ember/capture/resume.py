@@ -29,8 +29,9 @@ PREFIX_OPS = {"RESUME", "COPY_FREE_VARS", "MAKE_CELL", "NOP"}
 
 #: stack slot kinds: a value passed as an argument, a NULL marker, a list to iterate over,
 #: a value the capture passes along unread (contexts.Opaque), an exception for a handler;
-#: a ContextSpec slot is a modelled context entered again by the prologue
-VALUE, NULL_SLOT, ITER, OPAQUE, EXC = "value", "null", "iter", "opaque", "exc"
+#: a ContextSpec slot is a modelled context entered again by the prologue. CELL marks an
+#: argument that is a closure cell of the function (see :func:`make_resume_code`).
+VALUE, NULL_SLOT, ITER, OPAQUE, EXC, CELL = "value", "null", "iter", "opaque", "exc", "cell"
 SlotKind = str | ContextSpec
 
 #: the attribute of a resume function naming its arguments of kind OPAQUE or EXC
@@ -52,17 +53,24 @@ def ordinal_of(code: types.CodeType, offset: int) -> int:
     raise ValueError(f"no instruction at offset {offset}")
 
 
-def stack_arg(offset: int, i: int) -> str:
-    """Argument name of stack slot ``i`` (unique per resume point, so resumes can nest)."""
-    return f"___stack{offset}_{i}"
+def stack_arg(code: types.CodeType, offset: int, i: int) -> str:
+    """Argument name of stack slot ``i``: a name ``code`` does not use yet (a resume function's
+    own stack arguments are locals of the resume functions made from it)."""
+    name = f"___stack{offset}_{i}"
+    while name in code.co_varnames:
+        name += "_"
+    return name
 
 
 def make_resume_code(
     code: types.CodeType, offset: int, layout: Sequence[SlotKind], local_names: Sequence[str]
 ) -> types.CodeType:
-    """A code object that resumes ``code`` at ``offset`` with the stack given by ``layout``."""
-    if code.co_cellvars:
-        raise ValueError("functions with cell variables cannot be resumed")
+    """A code object that resumes ``code`` at ``offset`` with the stack given by ``layout``.
+
+    A cell variable of ``code`` named in ``local_names`` is passed as the cell itself, shared
+    with the closures made before the break: it stays a cell variable, and its ``MAKE_CELL``
+    is left out, so the argument's slot (CPython keeps one slot for a name that is both an
+    argument and a cell) holds that cell, as ``MAKE_CELL`` would have left it."""
     target = ordinal_of(code, offset)
     bc = Bytecode.from_code(code)
     _keep_handler_depths(code, bc)
@@ -77,7 +85,9 @@ def make_resume_code(
         body.append(item)
     prefix = []
     while body and isinstance(body[0], Instr) and body[0].name in PREFIX_OPS and body[0].name != "NOP":
-        prefix.append(body.pop(0))
+        ins = body.pop(0)
+        if not (ins.name == "MAKE_CELL" and ins.arg.name in local_names):
+            prefix.append(ins)
     line = code.co_firstlineno
     prologue: list = []
     for i, kind in enumerate(layout):
@@ -89,7 +99,7 @@ def make_resume_code(
         elif kind == NULL_SLOT:
             prologue.append(Instr("PUSH_NULL", lineno=line))
         else:
-            prologue.append(Instr("LOAD_FAST", stack_arg(offset, i), lineno=line))
+            prologue.append(Instr("LOAD_FAST", stack_arg(code, offset, i), lineno=line))
             if kind == ITER:
                 prologue.append(Instr("GET_ITER", lineno=line))
     prologue.append(Instr("JUMP_FORWARD", label, lineno=line))
@@ -99,7 +109,7 @@ def make_resume_code(
     # the user's name, file and lines: a traceback through it reads as the user's function
     new.name = code.co_name
     new.qualname = code.co_qualname
-    new.argnames = [stack_arg(offset, i) for i, k in enumerate(layout) if takes_argument(k)] + list(local_names)
+    new.argnames = [stack_arg(code, offset, i) for i, k in enumerate(layout) if takes_argument(k)] + list(local_names)
     new.argcount = len(new.argnames)
     new.posonlyargcount = 0
     new.kwonlyargcount = 0
@@ -128,7 +138,8 @@ def make_resume_function(
 ) -> types.FunctionType:
     code = make_resume_code(fn.__code__, offset, layout, local_names)
     resume = types.FunctionType(code, fn.__globals__, f"{code.co_name}_resume_at_{offset}", None, fn.__closure__)
-    kinds = {stack_arg(offset, i): k for i, k in enumerate(layout) if k in (OPAQUE, EXC)}
+    kinds = {stack_arg(fn.__code__, offset, i): k for i, k in enumerate(layout) if k in (OPAQUE, EXC)}
     kinds.update((name, OPAQUE) for name in opaque_locals)
+    kinds.update((name, CELL) for name in local_names if name in code.co_cellvars)
     setattr(resume, ARG_KINDS, kinds)
     return resume

@@ -7,6 +7,7 @@ from typing import Any
 from ..guards import GuardSet
 from .graph import GraphBuilder
 from .side_effects import SideEffects
+from .values import CellVar
 
 MAX_INLINE_DEPTH = 64
 # a generator the capture runs to completion: more items than this is taken as endless (Python would
@@ -46,6 +47,19 @@ class CaptureState:
     #: offsets of the outermost code's ``with`` blocks entered in Python, not inlined (a break
     #: inside them: inlined_contexts.RetryCapture)
     refused_withs: frozenset = frozenset()
+    #: id(real closure cell) -> its CellVar: one per cell, however the code reaches it
+    cells: dict[int, Any] = dataclasses.field(default_factory=dict)
+
+    def real_cell(self, cell: Any, source: Any) -> CellVar:
+        """The CellVar of a real closure cell read from ``source`` (its contents read on first
+        use); a cell reached again, from another source, is guarded to be the same object."""
+        seen = self.cells.get(id(cell))
+        if seen is not None and seen.real is cell:
+            if seen.source != source:
+                self.guards.same_object(source, seen.source)
+            return seen
+        var = self.cells[id(cell)] = CellVar(None, cell, source, read=False)
+        return var
 
     def remember(self, var: Any) -> None:
         """Save ``var``'s state the first time the current root instruction changes it."""
@@ -55,6 +69,8 @@ class CaptureState:
             self.undo[id(var)] = (var, var.index)
         elif hasattr(var, "save"):  # an object built over fake tensors: its log of mutations
             self.undo[id(var)] = (var, var.save())
+        elif hasattr(var, "contents"):  # a closure cell
+            self.undo[id(var)] = (var, (var.contents, var.read))
         else:  # the items of a list, dict or set
             self.undo[id(var)] = (var, var.items.copy())
 
@@ -65,6 +81,8 @@ class CaptureState:
                 var.index = saved
             elif hasattr(var, "restore"):
                 var.restore(saved)
+            elif hasattr(var, "contents"):
+                var.contents, var.read = saved
             else:
                 var.items = saved
         self.undo.clear()

@@ -11,7 +11,7 @@
 - :class:`BoundMethodVar`: ``obj.method`` where the method is Python code to inline.
 - :class:`IteratorVar`: the state of a ``for`` loop over a materialised sequence (for a
   generator run to completion, also the value it returned).
-- :class:`CellVar`: a closure cell created inside the captured code.
+- :class:`CellVar`: a closure cell, created inside the captured code or a real one.
 - :data:`NULL`: the NULL marker pushed before callables (``PUSH_NULL`` / ``LOAD_GLOBAL``).
 
 Every value may carry the :class:`~ember.capture.sources.Source` it was read from.
@@ -148,7 +148,14 @@ class EnvironVar(Var):
 
 @dataclasses.dataclass(eq=False)
 class CellVar(Var):
+    """A closure cell. One made by the captured code (``MAKE_CELL``) has no ``real`` cell; a real
+    one (a closure of a function from outside, or a resume function's cell argument) has its
+    ``source`` (the cell object) and its contents read on first use (``read``)."""
+
     contents: Var | None = None
+    real: Any = None
+    source: Source | None = None
+    read: bool = True
 
 
 @dataclasses.dataclass(eq=False)
