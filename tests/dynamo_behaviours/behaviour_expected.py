@@ -273,14 +273,13 @@ EXPECTED: dict[str, str] = {
         'test_functions::return_numpy_transpose',
         'test_functions::return_several_numpy_arrays',
     ], "fullgraph: Tensor.numpy() needs the tensor's data (graph break)"),
-    # 6
+    # 5
     **dict.fromkeys([
         'test_ctx_manager::contextmanager_sets_default_dtype',
         'test_ctx_manager::disable_saved_tensors_hooks_decorator',
         'test_ctx_manager::disable_saved_tensors_hooks_inside_disabled',
         'test_ctx_manager::nested_disable_saved_tensors_hooks',
         'test_ctx_manager::sdpa_kernel_context',
-        'test_exceptions::contextmanager_converts_exception',
     ], 'fullgraph: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline)'),
     # 7
     **dict.fromkeys([
@@ -413,11 +412,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::cmp_eq_key_raises_ordered_dict',
         'test_dicts::equal_user_keys_share_an_entry',
     ], 'fullgraph: a dict key needs a Python value, got a UserObjectVar'),
-    # 2
-    **dict.fromkeys([
-        'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_0',
-        'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_1',
-    ], "fullgraph: attribute '__module__' of a FunctionVar is not supported"),
     # 4
     **dict.fromkeys([
         'test_dicts::dict___iter___dict',
@@ -562,12 +556,6 @@ EXPECTED: dict[str, str] = {
         'test_unspec::tensor_of_tensors_form_1',
         'test_unspec::tensor_of_tensors_form_2',
     ], 'fullgraph: torch._VariableFunctionsClass.tensor failed on fake tensors: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.'),
-    # 3
-    **dict.fromkeys([
-        '_test_misc_part2::nonlocal_cell_written',
-        '_test_misc_part2::nonlocal_cell_written_after_break',
-        '_test_misc_part2::returned_closure_writes_nonlocal',
-    ], "graphs: ember 0, torch.compile 1 (runs eagerly: assignment to closure variable 'result' of an outer function is not supported yet)"),
     # 3
     **dict.fromkeys([
         'test_generator::return_generator_after_its_dict_write',
