@@ -84,9 +84,10 @@ def allowing_real_constants(mode: FakeTensorMode) -> Iterator[None]:
 
 
 def symbolic_inputs(gm: torch.fx.GraphModule, args: Sequence[Any], mode: FakeTensorMode) -> list[Any]:
-    """What to trace ``gm`` with instead of its real ``args``: a fresh fake leaf with the
+    """What to trace ``gm`` with instead of its real ``args``: a fresh fake with the
     placeholder's symbolic sizes and strides for each tensor (requiring grad as the real input
-    does), the placeholder's ``SymInt`` for an int input that varies, other values as they are."""
+    does, a leaf where it is one), the placeholder's ``SymInt`` for an int input that varies,
+    other values as they are."""
     out: list[Any] = []
     for node, a in zip(_placeholders(gm), args):
         val = node.meta.get("val")
@@ -95,7 +96,11 @@ def symbolic_inputs(gm: torch.fx.GraphModule, args: Sequence[Any], mode: FakeTen
                 raise AOTUnsupported(f"placeholder {node.name} has no fake tensor value")
             with mode:
                 fake = torch.empty_strided(val.size(), val.stride(), dtype=a.dtype, device=a.device)
-            out.append(fake.requires_grad_(a.requires_grad))
+            fake.requires_grad_(a.requires_grad)
+            if a.requires_grad and not a.is_leaf:
+                with mode, torch.enable_grad():
+                    fake = fake.clone()
+            out.append(fake)
         elif isinstance(val, torch.SymInt) and is_symbolic(val):
             out.append(val)
         else:
