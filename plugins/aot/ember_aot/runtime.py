@@ -37,7 +37,7 @@ from torch.utils import _pytree as pytree
 from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis, same_stride
 from .bw_variants import BackwardVariants
 from .grad_groups import GradGroup
-from .mutations import AliasCheck, WriteBack, picker
+from .mutations import AliasCheck, WriteBack, apart, picker
 from .symbolic import SizeProgram
 from .views import MultiView, not_a_view
 
@@ -77,7 +77,7 @@ class AOTFunction(torch.autograd.Function):
         ctx.grad_primals = [p if p.is_leaf else weakref.ref(p) for p in inputs]
         ctx.set_materialize_grads(False)
         if plan._one_group:
-            _save(ctx, outs[n:])
+            _save(ctx, plan.kept_apart(outs[n:], primals))
             # the new values of mutated inputs stay in ``outs`` for the write-back: they never
             # get gradients, and each output of an autograd Function costs a wrapping
             fwd = tuple(map(not_a_view, outs[m:n]))
@@ -85,7 +85,7 @@ class AOTFunction(torch.autograd.Function):
                 ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_produced))
             return fwd
         # detached: a node's saved values must not hold (and keep alive) another node's outputs
-        _save(ctx, [_detached(outs[n + s]) for s in plan.grad_groups[g].saved])
+        _save(ctx, plan.kept_apart([_detached(outs[n + s]) for s in plan.grad_groups[g].saved], primals))
         return tuple(not_a_view(outs[i]) for i in plan.group_outputs[g])
 
     @staticmethod
@@ -227,7 +227,7 @@ class CompiledPlan:
         # (position in the args, slot of its new value) of each input written under autograd
         self._grad_written = [(i, n_mut + n_graph + n_bases + k)
                               for k, i in enumerate(self.analysis.grad_mutated_inputs)]
-        grad_written = [self.tensor_pos.index(i) for i, _ in self._grad_written]
+        self._grad_written_primals = grad_written = [self.tensor_pos.index(i) for i, _ in self._grad_written]
         self._mutates = bool(self.mutated_inputs or self.inputs_mutated_in_graph or grad_written)
         self._aliased = AliasCheck(self.mutated_inputs + self.inputs_mutated_in_graph + grad_written,
                                    tensors_only)
@@ -263,6 +263,13 @@ class CompiledPlan:
         outputs = None if self._passthrough else (self._rebuild, self._base_layouts)
         self._sizes = None if self.symbolic_inputs is None else SizeProgram(
             (self.tangent_layouts, outputs), self.symbolic_inputs)
+
+    def kept_apart(self, saved: Sequence[Any], primals: Sequence[Any]) -> Sequence[Any]:
+        """``saved``, with a copy of each value that shares memory with an input the call will
+        write under autograd (the backward reads the value before the write)."""
+        if not self._grad_written_primals:
+            return saved
+        return apart(saved, [primals[j] for j in self._grad_written_primals])
 
     def calls_fw_as_is(self, nargs: int) -> bool:
         """Whether a call of ``nargs`` arguments without grad is ``self.fw(*args)`` and nothing
