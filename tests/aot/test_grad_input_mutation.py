@@ -157,3 +157,40 @@ def test_written_leaf_fails_as_in_eager():
         f(p)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         ember.compile(f, backend="aot_eager")(p)
+
+
+def _wav2vec2_step(backend: str | None):
+    from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
+
+    config = Wav2Vec2Config(
+        vocab_size=8, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+        conv_dim=(4, 4), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=4,
+        num_conv_pos_embedding_groups=2, mask_time_prob=0.5, mask_time_length=2, mask_time_min_masks=1,
+        hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, feat_proj_dropout=0.0,
+        final_dropout=0.0, layerdrop=0.0, ctc_loss_reduction="mean", pad_token_id=0)
+    torch.manual_seed(0)
+    model = Wav2Vec2ForCTC(config).train()
+    model.freeze_feature_encoder()  # its parameters' gradients stay None
+
+    def step(inputs, labels):
+        return model(input_values=inputs, labels=labels).loss
+
+    fn = ember.compile(step, backend=backend) if backend else step
+    inputs, labels = torch.randn(2, 200), torch.randint(1, 8, (2, 4))
+    np.random.seed(0)  # the time mask is drawn with numpy
+    loss = fn(inputs, labels)
+    loss.backward()
+    return loss.detach(), {name: p.grad for name, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_wav2vec2_training_step_masks_time_in_a_compiled_graph(backend, caplog):
+    with caplog.at_level(logging.WARNING, logger="ember.aot"):
+        loss, grads = _wav2vec2_step(backend)
+    assert not [r.getMessage() for r in caplog.records if r.name == "ember.aot" and CANNOT in r.getMessage()]
+    eager_loss, eager_grads = _wav2vec2_step(None)
+    torch.testing.assert_close(loss, eager_loss)
+    assert {n for n, g in grads.items() if g is None} == {n for n, g in eager_grads.items() if g is None}
+    assert any(g is None for g in eager_grads.values()) and eager_grads["wav2vec2.masked_spec_embed"] is not None
+    torch.testing.assert_close({n: g for n, g in grads.items() if g is not None},
+                               {n: g for n, g in eager_grads.items() if g is not None})
