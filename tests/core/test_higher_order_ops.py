@@ -1,11 +1,13 @@
 """Control-flow higher-order operators inside captured code are one graph, as under torch.compile.
 
-``torch.cond``, ``while_loop``, ``scan`` and ``map``: their bodies become subgraphs of one node,
+``torch.cond``, ``while_loop``, ``scan``, ``map`` and ``associative_scan`` (generic mode, which
+vmaps its combine function over batches down to empty ones): their bodies become subgraphs of one node,
 closures over tensors and parameters included, on the eager, aot_eager and inductor backends,
 with results (and gradients) equal to eager's.
 """
 import pytest
 import torch
+from torch._higher_order_ops.associative_scan import associative_scan
 from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
@@ -60,19 +62,33 @@ def map_rows(x):
     return hop_map(lambda row, bias: row * bias + total, x, LINEAR.bias)
 
 
+def associative_scan_generic(x):
+    return associative_scan(lambda a, b: a * b + b.sin(), x, dim=0, combine_mode="generic")
+
+
 @pytest.mark.parametrize("fn, make_args", [
     (cond_with_closures, _args((2, 4))),
     (cond_two_outputs, _args((3,), (3,))),
     (cond_constant_predicate, _args((3,))),
     (scan_cumulative, _args((3, 4))),
     (map_rows, _args((3, 4))),
+    (associative_scan_generic, _args((5, 3))),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_one_graph_on_every_backend(fn, make_args):
     assert_captured_like_torch(fn, make_args)
 
 
 def test_while_loop_one_graph():
-    assert_captured_like_torch(while_counts, _args((2, 4)), backends=("eager", "aot_eager"))
+    assert_captured_like_torch(while_counts, _args((2, 4)))
+
+
+def test_while_loop_gradients_on_the_inductor(monkeypatch):
+    """The training trace saves every iteration's values: sizes known only when the loop has run
+    (unbacked symbols), bound by the inductor's wrapper after the loop (strict: compiled, not run
+    as aten)."""
+    monkeypatch.setenv("EMBER_INDUCTOR_STRICT", "1")
+    assert_captured_like_torch(while_counts, _args((2, 4), requires_grad=True), backends=("aot_eager", "inductor"),
+                               grad=True)
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])

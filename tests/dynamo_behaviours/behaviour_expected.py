@@ -347,19 +347,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to collections.defaultdict is not supported (not a torch op, not Python code to inline)'),
     # 10
     **dict.fromkeys([
-        '_test_misc_part1::arange_of_item_float32',
-        '_test_misc_part1::checks_on_static_shape_relations',
-        '_test_misc_part1::item_checked_nonnegative_one_graph',
-        '_test_misc_part1::item_checked_then_used_as_index',
-        '_test_misc_part1::item_checked_then_used_as_slice_bound',
-        'test_unspec::ones_of_max_of_item',
-        'test_unspec::tensor_from_item_form_0',
-        'test_unspec::tensor_from_item_form_1',
-        'test_unspec::tensor_from_item_form_2',
-        'test_unspec::tensor_from_item_form_3',
-    ], "fullgraph: Tensor.item() needs the tensor's data (graph break)"),
-    # 10
-    **dict.fromkeys([
         '_test_misc_part2::numpy_arange_dtype_float',
         '_test_misc_part2::numpy_arange_dtype_int',
         '_test_misc_part2::numpy_arange_dtype_np_float32',
@@ -613,12 +600,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: dict.popitem is not supported'),
     # 3
     **dict.fromkeys([
-        'test_functions::float_of_one_element_tensor_1.5',
-        'test_functions::float_of_one_element_tensor_3',
-        'test_functions::float_of_one_element_tensor_true',
-    ], 'fullgraph: float() of a tensor reads its data (graph break)'),
-    # 3
-    **dict.fromkeys([
         'test_list::remove_list_method',
         'test_list::remove_matches_identity_before_richcompare_list_method',
         'test_list::remove_uses_item_richcompare_list_method',
@@ -629,12 +610,6 @@ EXPECTED: dict[str, str] = {
         'test_list::sort_list_method',
         'test_list::sort_user_defined_lt_list_method',
     ], 'fullgraph: list.sort is not supported'),
-    # 3
-    **dict.fromkeys([
-        'test_unspec::tensor_of_tensors_form_0',
-        'test_unspec::tensor_of_tensors_form_1',
-        'test_unspec::tensor_of_tensors_form_2',
-    ], 'fullgraph: torch._VariableFunctionsClass.tensor failed on fake tensors: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.'),
     # 3
     **dict.fromkeys([
         '_test_misc_part2::nonlocal_cell_written',
@@ -769,11 +744,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: comparison '==' between DictViewVar and DictViewVar is not supported"),
     # 2
     **dict.fromkeys([
-        'test_functions::bool_of_one_element_tensor_0',
-        'test_functions::bool_of_one_element_tensor_1.0',
-    ], "fullgraph: data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`)"),
-    # 2
-    **dict.fromkeys([
         'test_dicts::copy_dict',
         'test_dicts::copy_ordered_dict',
     ], 'fullgraph: dict.copy on a value the capture does not hold'),
@@ -812,11 +782,6 @@ EXPECTED: dict[str, str] = {
         'test_generator::throw_caught_repeatedly_in_loop',
         'test_generator::uncaught_throw_ends_generator',
     ], 'fullgraph: generator f() yields more than 1000 items before its consumer stops it (an endless generator is run to completion by the capture)'),
-    # 2
-    **dict.fromkeys([
-        'test_functions::int_of_one_element_tensor_4',
-        'test_functions::int_of_one_element_tensor_false',
-    ], 'fullgraph: int() of a tensor reads its data (graph break)'),
     # 2
     **dict.fromkeys([
         'test_dicts::dict_update_from_mapping_proxy',
@@ -919,10 +884,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::data_of_inference_tensor',
     ], 'fullgraph: Tensor.data is not supported in captured code'),
-    # 1
-    **dict.fromkeys([
-        'test_unspec::split_by_tolist_sizes',
-    ], "fullgraph: Tensor.tolist() needs the tensor's data (graph break)"),
     # 1
     **dict.fromkeys([
         'test_functions::fsdp_storage_size_helper',
@@ -1451,14 +1412,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_functions::foreach_pow_scalar_tensor_base',
     ], 'fullgraph: torch._VariableFunctionsClass._foreach_pow depends on tensor data (DataDependentOutputException)'),
-    # 1
-    **dict.fromkeys([
-        'test_unspec::tensor_of_bool_from_numel',
-    ], 'fullgraph: torch._VariableFunctionsClass.tensor failed on fake tensors: RuntimeError: Could not infer dtype of SymBool'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::unique_consecutive_captured',
-    ], 'fullgraph: torch.functional.boolean_dispatch.<locals>.fn depends on tensor data (DynamicOutputShapeException)'),
     # 1
     **dict.fromkeys([
         'test_list::index_miss_message_tuple_nonconst',

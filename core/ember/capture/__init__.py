@@ -54,7 +54,7 @@ from . import contexts, dispatch_modes, global_state
 # the modules that register their values' behaviour in the dispatch tables and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
 from . import (  # noqa: F401
-    attrs, calls, checkpoint, containers, copies, hops, inline, objects, real_values, supers, symbolic, tensors, torch_helpers,
+    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, hops, inline, objects, real_values, supers, symbolic, tensors, torch_helpers,
     transforms, user_objects,
 )
 from .breaks import ResumeRequest, can_break, plan_break

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import environ
+from . import environ, unbacked
 from .dispatch import call, length, load_attr, store_attr
 from .exceptions import Raised, evaluate, run_ahead, throw
 from .instances import InstanceVar, pin
@@ -388,12 +388,16 @@ def _callable(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 @handles(bool)
 def _bool(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if args and isinstance(args[0], TensorVar) and unbacked.captures("item"):
+        return unbacked.scalar_of(frame, bool, args[0])
     return ConstVar(truthy(frame, args[0]) if args else False)
 
 
 def _make_scalar(cls: type) -> Handler:
     def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
         if args and isinstance(args[0], TensorVar):
+            if len(args) == 1 and unbacked.captures("item"):
+                return unbacked.scalar_of(frame, cls, args[0])
             frame.fail(f"{cls.__name__}() of a tensor reads its data (graph break)")
         return lift(evaluate(cls, *(as_const(frame, a, f"{cls.__name__}()") for a in args)))
 

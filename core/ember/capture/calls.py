@@ -14,7 +14,8 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
-from . import autograd_functions, contexts, global_state, hooks, locks, objects, optimizers, scalar_tensors, skips, user_objects
+from . import (autograd_functions, contexts, global_state, hooks, locks, objects, optimizers, scalar_tensors, skips,
+               unbacked, user_objects)
 from .builtin_arity import check_arguments
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
@@ -93,7 +94,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     if is_graph_callable(value):
         if _asks_global_state(value, args, kwargs):
             return _global_state_query(frame, value, args)
-        rewritten = scalar_tensors.rewrite_function(frame, value, args, kwargs)
+        rewritten = scalar_tensors.rewrite_function(frame, value, args, kwargs) or unbacked.tensor_ctor(
+            frame, value, args, kwargs)
         if rewritten is not None:
             return rewritten
         return graph.call("call_function", value, tuple(args), kwargs)
@@ -107,6 +109,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
             return lift(evaluate(value, *py_args, **py_kwargs))
     if isinstance(value, functools._lru_cache_wrapper):
         return _call_cached(frame, value, args, kwargs)
+    if skips.hint_ignored(value, frame.globals):
+        return ConstVar(None)
     never = skips.never_traced(value)
     if never is not None and skips.marker_ignored(value, frame.globals):
         return ConstVar(None)

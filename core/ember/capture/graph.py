@@ -21,6 +21,7 @@ import torch.fx
 from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
+from .. import config
 from ..errors import Unsupported
 from . import global_state
 from .eager_checks import CheckedFakeTensorMode
@@ -50,10 +51,15 @@ def _node_name(source: Source) -> str:
 class GraphBuilder:
     """Owns the fx graph, the fake-tensor mode and the list of graph inputs."""
 
+    #: ``x[i]`` with tensor or int indices is recorded as ``aten.index`` (flex_attention's bodies)
+    index_by_tensors = False
+
     def __init__(self) -> None:
         self.graph = torch.fx.Graph()
-        # data-dependent results (``nonzero``, ``item``) stay errors, i.e. graph breaks
-        self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+        # data-dependent results (``item``, ``nonzero``) are graph breaks unless the settings make
+        # them unbacked symbols (see unbacked.py)
+        self.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs,
+                                  allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
         self.fake_mode = CheckedFakeTensorMode(shape_env=self.shape_env, static_shapes=True)
         #: graph inputs: tensors, and ints that are symbolic (their real value is passed)
         self.inputs: list[tuple[Source, torch.fx.Node, Any]] = []
@@ -154,7 +160,9 @@ class GraphBuilder:
             # symbolic sizes: composite ops (constant_pad_nd...) decompose through the Python
             # dispatcher, as their C++ kernels need concrete sizes
             dispatcher = enable_python_dispatcher() if _has_symbols(self.shape_env) else contextlib.nullcontext()
-            with self.fake_mode, dispatcher:
+            # unbacked symbols (``item()``, ``nonzero``) belong to this capture: none is left
+            # pending for a later trace (make_fx) in the same ShapeEnv to bind
+            with self.fake_mode, dispatcher, self.shape_env.ignore_fresh_unbacked_symbols():
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
@@ -252,7 +260,8 @@ _QUERY_PREFIXES = ("is_", "get_", "_is_", "_get_", "_are_", "can_", "promote_typ
 
 def _has_symbols(env: ShapeEnv) -> bool:
     values = getattr(env, "backed_var_to_val", None)  # torch 2.13's name of var_to_val
-    return bool(env.var_to_val if values is None else values)
+    backed = env.var_to_val if values is None else values
+    return bool(backed) or bool(env.unbacked_symint_counter or env.unbacked_symfloat_counter)  # unbacked too
 
 
 def _is_query(target: Any) -> bool:

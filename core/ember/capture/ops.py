@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import environ, objects, optimizers
+from . import environ, objects, optimizers, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .dispatch import iterate, truthy
 from .exceptions import evaluate, throw
@@ -217,6 +217,21 @@ def _index_arg(frame: "Frame", index: Var) -> Var:
     return index
 
 
+def _by_tensors(frame: "Frame", obj: TensorVar, index: Var) -> Var | None:
+    """``obj[index]`` as ``aten.index(obj, [indices])`` where the graph asks for it
+    (:attr:`GraphBuilder.index_by_tensors`) and every index is a tensor or an int, else None."""
+    graph = frame.state.graph
+    items = index.items if isinstance(index, TupleVar) else [index]
+    if not graph.index_by_tensors or not all(
+            isinstance(i, TensorVar) or (isinstance(i, ConstVar) and type(i.value) is int) for i in items):
+        return None
+    device = ConstVar(obj.fake.device)
+    indices = [i if isinstance(i, TensorVar) else
+               graph.call("call_function", torch.tensor, (i,), {"dtype": ConstVar(torch.int64), "device": device})
+               for i in items]
+    return graph.call("call_function", torch.ops.aten.index.Tensor, (obj, ListVar(indices)), {})
+
+
 def _builds_type(value: Any) -> bool:
     """Subscription that builds a type hint (``list[int]``, ``Callable[[Any], bool]``, through
     ``__class_getitem__`` or typing's aliases): a pure function of the subscripted object (guarded
@@ -227,7 +242,13 @@ def _builds_type(value: Any) -> bool:
 
 
 def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
+    if isinstance(obj, TensorVar) and unbacked.is_unbacked(index) and index.python_type() is int:
+        # ``x[i]`` with ``i`` read from data: torch's indexing takes no symbol, ``select`` does
+        return frame.state.graph.call("call_function", torch.select, (obj, ConstVar(0), index), {})
     if isinstance(obj, TensorVar):
+        indexed = _by_tensors(frame, obj, index)
+        if indexed is not None:
+            return indexed
         return frame.state.graph.call("call_function", operator.getitem, (obj, _index_arg(frame, index)), {})
     if isinstance(obj, (TupleVar, ListVar)):
         key = as_const(frame, index, "a sequence index")

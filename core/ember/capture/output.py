@@ -18,6 +18,7 @@ from .graph import GraphBuilder
 from .sources import Constants
 from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
+from .unbacked import is_unbacked
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import (
     BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, ListVar, SetVar, TensorVar, TupleVar, Var,
@@ -35,6 +36,7 @@ class OutputBuilder:
         self.outputs: list[TensorVar] = []
         self._index: dict[torch.fx.Node, int] = {}
         self._shared: dict[int, str] = {}  # id(container Var) -> runner variable holding it
+        self._scalars: dict[torch.fx.Node, TensorVar] = {}  # unbacked value's node -> its 0-d tensor
         self._cells: dict[int, tuple[str, CellVar]] = {}  # cells the captured code made
 
     def share(self, roots: list[Var]) -> list[str]:
@@ -88,6 +90,8 @@ class OutputBuilder:
         if isinstance(var, (TensorVar, SymVar)):  # a symbolic size: an int output of the graph
             if var.node.op == "placeholder":
                 return next(s for s, n, _ in self.graph.inputs if n is var.node).expr(self.consts)
+            if is_unbacked(var):  # a value read from data: out of the graph as a 0-d tensor
+                return f"{self.expr(self._scalar_tensor(var))}.item()"
             if var.node not in self._index:
                 self._index[var.node] = len(self.outputs)
                 self.outputs.append(var)
@@ -144,6 +148,17 @@ class OutputBuilder:
             args = "".join(f"{self.expr(ConstVar(a))}, " for a in var.spec.args)
             return f"{self.consts.name(var.spec.factory, 'ctx')}({args})"
         raise Unsupported(f"returning a {type(var).__name__} from compiled code is not supported yet")
+
+    def _scalar_tensor(self, var: SymVar) -> TensorVar:
+        """``torch.scalar_tensor`` of ``var`` (one per value), holding it exactly (int64, float64, bool):
+        backends hand back tensors, and sizes, not numbers only the data decides."""
+        made = self._scalars.get(var.node)
+        if made is None:
+            dtype = {int: torch.int64, float: torch.float64, bool: torch.bool}[var.python_type()]
+            made = self.graph.call("call_function", torch.scalar_tensor, (var,), {"dtype": ConstVar(dtype)})
+            assert isinstance(made, TensorVar)
+            self._scalars[var.node] = made
+        return made
 
     def cell_lines(self) -> tuple[list[str], list[str]]:
         """Lines making the cells that the written expressions name (first in the runner), and

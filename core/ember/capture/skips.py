@@ -81,6 +81,23 @@ def marker_ignored(fn: Any, caller_globals: dict) -> bool:
     return is_graph_break_marker(fn) and isinstance(caller, str) and caller.partition(".")[0] == "torch"
 
 
+#: torch.compile's shape hints that torch's own code gives about its tensors (``flex_attention`` marks
+#: its head sizes static): no-ops for ember, whose sizes start specialised
+SHAPE_HINTS = frozenset({(("torch", "_dynamo", "decorators"), name)
+                         for name in ("mark_static", "mark_dynamic", "maybe_mark_dynamic", "mark_unbacked")})
+
+
+def hint_ignored(fn: Any, caller_globals: dict) -> bool:
+    """A shape hint called by torch's own code (see :data:`SHAPE_HINTS`)."""
+    try:
+        module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+        named = isinstance(module, str) and (tuple(module.split(".")), name) in SHAPE_HINTS
+    except Exception:  # objects with odd __getattr__
+        return False
+    caller = caller_globals.get("__name__")
+    return named and isinstance(caller, str) and caller.partition(".")[0] == "torch"
+
+
 def never_traced(fn: Any) -> str | None:
     """Why ``fn`` is called natively rather than traced, or None when it is traced."""
     if is_graph_break_marker(fn):
@@ -92,5 +109,5 @@ def never_traced(fn: Any) -> str | None:
     return None
 
 
-__all__ = ["GRAPH_BREAK_MARKERS", "INLINED_STDLIB", "is_disabled", "is_graph_break_marker", "is_skipped", "marker_ignored",
+__all__ = ["GRAPH_BREAK_MARKERS", "INLINED_STDLIB", "SHAPE_HINTS", "hint_ignored", "is_disabled", "is_graph_break_marker", "is_skipped", "marker_ignored",
            "never_traced"]

@@ -88,13 +88,15 @@ def flat_tensors(frame: "Frame", var: Var, what: str) -> list[TensorVar]:
 
 
 def speculate(frame: "Frame", fn: Var, fakes: list[torch.Tensor], what: str, pass_as: Any = None,
-              single: bool = False) -> Subgraph:
+              single: bool = False, index_by_tensors: bool = False) -> Subgraph:
     """Run ``fn`` on fresh arguments with the fake tensors ``fakes`` into a child graph.
     ``pass_as(args)``: how the argument Vars are passed (default: positionally, one per fake);
-    ``single``: the body returns one tensor, which the graph returns as itself (else a tuple)."""
+    ``single``: the body returns one tensor, which the graph returns as itself (else a tuple);
+    ``index_by_tensors``: see :attr:`GraphBuilder.index_by_tensors`."""
     state = frame.state
     parent = state.graph
     child = SubgraphBuilder(parent)
+    child.index_by_tensors = index_by_tensors
     effects = state.side_effects.copy()
     state.graph = child
     try:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 from torch._guards import GuardSource, Source as TorchSource
-from torch.fx.experimental.symbolic_shapes import free_symbols
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_symbols
 
 from ..errors import Unsupported
 from .dispatch import handles_truth
@@ -47,8 +47,12 @@ class SymVar(Var):
         return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(self.value)]
 
     def concrete(self) -> Any:
-        """The plain Python value, specialising the symbol (the ShapeEnv guards it)."""
-        return self.python_type()(self.value)
+        """The plain Python value, specialising the symbol (the ShapeEnv guards it); a value read
+        from tensor data (an unbacked symbol) has none to guard: a graph break."""
+        try:
+            return self.python_type()(self.value)
+        except GuardOnDataDependentSymNode as exc:
+            raise Unsupported(f"a Python value of {self.value}, which depends on tensor data (graph break)") from exc
 
     def __repr__(self) -> str:
         return f"SymVar({self.node.name}, {self.value})"
@@ -56,7 +60,11 @@ class SymVar(Var):
 
 @handles_truth(SymVar)
 def _sym_truth(frame: "Frame", var: SymVar) -> bool:
-    return bool(var.value)  # a branch on sizes: the ShapeEnv guards the relation
+    try:
+        return bool(var.value)  # a branch on sizes: the ShapeEnv guards the relation
+    except GuardOnDataDependentSymNode:
+        frame.fail(f"data-dependent branch: the condition {var.value} depends on tensor data (`if x.item() > 0:`)")
+        raise
 
 
 @dataclasses.dataclass(eq=False)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import scalar_tensors
+from . import scalar_tensors, unbacked
 from .builder import wrap
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_store, handles_truth
 from .exceptions import throw
@@ -45,6 +45,8 @@ class TensorMethod(Var):
 def _call_tensor_method(frame: "Frame", fn: TensorMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if fn.name in GRAPH_BREAK_CALLS:
         frame.fail(f"Tensor.{fn.name}() runs autograd's engine (graph break)")
+    if fn.name == "tolist" and unbacked.captures(fn.name) and not args and not kwargs:
+        return unbacked.tolist(frame, fn.tensor)
     rewritten = scalar_tensors.rewrite(frame, fn.name, fn.tensor, args, kwargs)
     if rewritten is not None:
         return rewritten
@@ -89,7 +91,7 @@ def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
         import operator  # noqa: F401  (getattr node)
 
         return frame.state.graph.call("call_function", getattr, (obj, ConstVar(name)), {})
-    if name in UNSUPPORTED_TENSOR_METHODS:
+    if name in UNSUPPORTED_TENSOR_METHODS and not unbacked.captures(name):
         frame.fail(f"Tensor.{name}() needs the tensor's data (graph break)")
     # Tensor.backward and friends become a TensorMethod too: the break happens at the call
     if not hasattr(obj.cls, name):

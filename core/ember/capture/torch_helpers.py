@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from . import unbacked
 from .builtin_calls import handles
 from .exceptions import evaluate
 from .ops import NotConstant, as_const, python_value
+from .symbolic import SymVar
 from .values import ConstVar, TensorVar, Var
 
 if TYPE_CHECKING:
@@ -52,6 +54,10 @@ def _assert(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
 def _check(fn: object) -> object:
     def handler(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
         name = getattr(fn, "__name__", "_check")
+        condition = _argument(args, kwargs, 0, "cond" if fn is not torch._check_is_size else "i")
+        if condition is not None and unbacked.is_unbacked(condition):
+            assert isinstance(condition, SymVar)
+            return unbacked.check(frame, fn, condition)
         try:
             py_args = [python_value(a) for a in args]
             py_kwargs = {k: python_value(v) for k, v in kwargs.items()}

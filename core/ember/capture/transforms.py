@@ -140,8 +140,17 @@ def _inner_fakes(var: TransformedVar, args: list[Var], frame: "Frame") -> list[t
     fakes = []
     with frame.state.graph.fake_mode:
         for arg, dim in zip(args, in_dims):
-            fakes += [t.fake if dim is None else t.fake.select(dim, 0) for t in _flat(frame, arg)]
+            fakes += [t.fake if dim is None else _sample(t.fake, dim) for t in _flat(frame, arg)]
     return fakes
+
+
+def _sample(fake: torch.Tensor, dim: int) -> torch.Tensor:
+    """One sample of ``fake`` along ``dim`` (a batch of none has samples of that shape too)."""
+    if fake.shape[dim] == 0:
+        shape = list(fake.shape)
+        del shape[dim]
+        return fake.new_empty(shape)
+    return fake.select(dim, 0)
 
 
 def _flat(frame: "Frame", var: Var) -> list[TensorVar]:

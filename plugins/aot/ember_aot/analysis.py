@@ -20,12 +20,14 @@ The result (``GraphAnalysis``) says, with no real computation:
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any, Sequence
 
 import torch
 import torch.fx
 from torch._subclasses import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 from torch.utils import _pytree as pytree
 
 from .errors import AOTUnsupported
@@ -206,7 +208,11 @@ def analyze(
     required = {i for i, f in tensors.items() if f.requires_grad}
     layouts = {i: (f.size(), f.stride(), f.storage_offset()) for i, f in tensors.items()}
     recorder = IdentityRecorder(gm)
-    with mode, torch.set_grad_enabled(grad_enabled):
+    # data-dependent values (``item()``, ``nonzero``) make unbacked symbols: these belong to no
+    # traced node (the trace makes its own), so they are not left pending for make_fx to bind
+    env = mode.shape_env
+    fresh = env.ignore_fresh_unbacked_symbols() if env is not None else contextlib.nullcontext()
+    with mode, torch.set_grad_enabled(grad_enabled), fresh:
         result = recorder.run(*fakes)
     flat, spec = pytree.tree_flatten(result)
 
@@ -239,12 +245,16 @@ def analyze(
         if not isinstance(o, torch.Tensor):
             if isinstance(o, (torch.SymFloat, torch.SymBool)):
                 raise AOTUnsupported("symbolic float or bool outputs")
+            if isinstance(o, torch.SymInt) and free_unbacked_symbols(o):  # a value of the data, not of the sizes
+                raise AOTUnsupported(f"output {k} is an int the data decides ({o})")
             outputs.append(OutputInfo(CONSTANT, value=o))
         elif _storage_id(o) in storage_to_input:
             j = storage_to_input[_storage_id(o)]
             src = fakes[j]
             if o.dtype != src.dtype:
                 raise AOTUnsupported(f"output {k} is a dtype view of input {j}")
+            if free_unbacked_symbols((o.size(), o.stride(), o.storage_offset())):
+                raise AOTUnsupported(f"output {k} is a view of input {j} at a place the data decides (x[x.item()])")
             outputs.append(
                 OutputInfo(INPUT_ALIAS, o.requires_grad, j, o is src, _layout(o, src), o.dtype)
             )

@@ -19,6 +19,14 @@ min-cut then keeps it in the forward and saves it rather than recomputing it (a 
 of a weight feeding convolutions in both halves: recomputed, it ties in bytes with saving the
 weight, and costs the backward one more kernel per weight).
 
+Activation checkpointing: the nodes a checkpointed region made carry torch's recompute tags
+(``meta["recompute"]``, a ``CheckpointPolicy``, and ``meta["ac_graph_id"]``, set while make_fx
+traces ``tag_activation_checkpoint``). The min-cut honours them as torch's partitioner does: a
+node tagged MUST/PREFER_RECOMPUTE may be recomputed whatever its cost (a matmul included) and
+must be, in the backward (its ``_in`` tied to the sink), so the cut saves the region's inputs
+rather than its activations; a node tagged MUST_SAVE, and the last node of a region that feeds a
+later region directly, are saved (:func:`recompute_tags`). Random ops stay in the forward.
+
 Symbolic sizes: a size the backward needs (a ``sym_size`` node, or arithmetic on sizes) is saved
 as a Python number (weight 1) or recomputed from a saved tensor's size; and every size symbol
 the backward's inputs carry is bound by one of them (a tensor dimension or a saved size equal
@@ -34,6 +42,7 @@ from typing import Sequence
 
 import torch
 import torch.fx
+from torch.utils.checkpoint import CheckpointPolicy
 
 from .graph_utils import (
     MUTATED,
@@ -115,6 +124,23 @@ def is_random(node: torch.fx.Node) -> bool:
     )
 
 
+_RECOMPUTE = (CheckpointPolicy.MUST_RECOMPUTE, CheckpointPolicy.PREFER_RECOMPUTE)
+
+
+def recompute_tags(joint: torch.fx.GraphModule) -> tuple[set[torch.fx.Node], set[torch.fx.Node]]:
+    """(nodes a checkpointed region asks to recompute, nodes to save) from torch's recompute tags;
+    a region's node read by a later region (a higher ``ac_graph_id``) is saved: the boundary
+    between two consecutive regions."""
+    recompute = {n for n in joint.graph.nodes if n.meta.get("recompute") in _RECOMPUTE and not is_random(n)}
+    save = {n for n in joint.graph.nodes if n.meta.get("recompute") == CheckpointPolicy.MUST_SAVE}
+    for node in recompute:
+        region = node.meta.get("ac_graph_id")
+        if region is not None and any(u in recompute and u.meta.get("ac_graph_id", region) > region
+                                      for u in node.users):
+            save.add(node)
+    return recompute - save, save
+
+
 def is_recomputable(node: torch.fx.Node) -> bool:
     """Cheap, deterministic ops the backward may recompute instead of saving their result."""
     if node.op == "get_attr":
@@ -158,6 +184,7 @@ def min_cut_partition(
     dep = parts.tangent_dependent
     needed_bw = ancestors(parts.grads, stop=set(parts.tangents))
     grads = set(parts.grads)
+    recompute, save = recompute_tags(joint)
     flow = nx.DiGraph()
     flow.add_node("source")
     flow.add_node("sink")
@@ -169,8 +196,10 @@ def min_cut_partition(
             if n in needed_bw:
                 flow.add_edge(n_in, "sink", capacity=math.inf)
             continue
-        if n.op == "placeholder" or not is_recomputable(n):
+        if n.op == "placeholder" or n in save or (n not in recompute and not is_recomputable(n)):
             flow.add_edge("source", n_in, capacity=math.inf)
+        if n in recompute and n in needed_bw:
+            flow.add_edge(n_in, "sink", capacity=math.inf)  # checkpointed: computed again in the backward
         if n in grads:
             flow.add_edge(n_out, "sink", capacity=math.inf)
         flow.add_edge(n_in, n_out, capacity=_weight(n))

@@ -115,7 +115,10 @@ def hint(value: Any) -> int:
     node = value.node
     if node.hint is not None:
         return int(node.hint)
-    return int(node.shape_env.size_hint(node.expr, allow_none=True) or FALLBACK_HINT)
+    env = node.shape_env
+    if hasattr(env, "optimization_hint"):  # torch 2.13, where size_hint warns that it is deprecated
+        return int(env.optimization_hint(node.expr, fallback=FALLBACK_HINT))
+    return int(env.size_hint(node.expr, allow_none=True) or FALLBACK_HINT)
 
 
 def known_equal(a: Any, b: Any) -> bool:

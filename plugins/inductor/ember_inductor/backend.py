@@ -24,6 +24,7 @@ from torch.utils import _pytree as pytree
 
 from . import debug, layout, measured
 from .decompositions import decompositions
+from .flex_attention import decompose_flex_attention
 from .trace import trace_inference
 
 log = logging.getLogger("ember.inductor")
@@ -76,6 +77,7 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     """The ``inductor`` backend (see module docstring). ``mode="reduce-overhead"`` and
     ``"max-autotune"`` run each compiled graph through CUDA graphs (ember_cudagraphs)."""
     debug.note_fx_graph(gm)
+    traced = decompose_flex_attention(gm)  # gm itself stays what runs eagerly
     compile_graph = make_graph_compiler(options)
     if mode in ("reduce-overhead", "max-autotune"):
         from ember_cudagraphs import wrap_compiler
@@ -87,12 +89,12 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
                       cache=_plan_codec(mode, options), joint_pass=layout.channels_last_training,
                       dynamic=True)  # compile_aten_graph takes symbolic graphs (and compiles per
         # shape what it cannot compile symbolically)
-        compiled = backend(gm, example_inputs)
+        compiled = backend(traced, example_inputs)
     elif measured.needs_grad(example_inputs):
         log.warning("ember_inductor: training graphs need ember_aot.aot_autograd; running eagerly")
         return gm.forward
     else:
-        compiled = compile_inference(gm, example_inputs, compile_graph)
+        compiled = compile_inference(traced, example_inputs, compile_graph)
     if not measured.enabled(options, example_inputs):
         return compiled
     return measured.FasterOf(compiled, gm.forward, f"graph {debug.graph_hash(gm)}")

@@ -17,7 +17,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from . import indexing, ir
+from . import indexing, ir, unbacked
 from .extern_layout import laid_out, non_overlapping, output_strides, same_sizes, same_strides, wanted
 from .codegen.language import kernel_language
 from .symbolic import SymbolicUnsupported, to_expr, to_exprs
@@ -55,8 +55,17 @@ class GraphLowering:
         # (id(input), dims, type, dtypes) -> (input, reduction): one sum of x for var's and mean's
         self.reductions: dict[tuple, tuple[Any, Any]] = {}
         self.inputs: list[Any] = []  # InputBuffer or None (non-tensor input)
+<<<<<<< HEAD
+        #: size symbol -> Python expression of the wrapper's inputs that gives its value (None: an
+        #: unbacked symbol, bound after the extern kernel that defines it)
+        self.symbol_sources: dict[sympy.Symbol, str | None] = {}
+=======
         #: size symbol -> Python expression of the wrapper's inputs that gives its value
         self.symbol_sources: dict[sympy.Symbol, str] = {}
+        #: unbacked size symbols (a while_loop's iteration count): the extern output and dimension
+        #: whose size binds each, read by the wrapper right after that extern runs
+        self.unbacked: dict[sympy.Symbol, tuple[str, int]] = {}
+>>>>>>> hops2
         self.outputs: list[Any] = []  # IR nodes (realized) or Python values
         self.env: dict[torch.fx.Node, Any] = {}
         self.names: dict[str, Any] = {}
@@ -112,6 +121,11 @@ class GraphLowering:
         if node.op == "placeholder":
             return self._placeholder(node)
         val = node.meta.get("val")
+        binds = unbacked.bindings(node) if node.op == "call_function" else {}
+        if binds:  # its result decides sizes (``nonzero``, ``item()``): run by aten, read by the wrapper
+            return self._extern(node, self._map_args(node.args), self._map_args(node.kwargs), val, binds=binds)
+        if isinstance(val, torch.SymBool) and node.op == "call_function":  # a condition (torch._check's)
+            return to_expr(val)
         if isinstance(val, torch.SymBool) or (isinstance(val, torch.SymFloat) and node.op != "call_function"):
             raise SymbolicUnsupported(f"symbolic {type(val).__name__} {node.name}")
         if isinstance(val, torch.SymFloat):  # a float computed from sizes (``t / b``): a scalar
@@ -261,7 +275,8 @@ class GraphLowering:
         return self._postprocess(node, LOWERINGS[aten.add.Tensor](product, bias), val)
 
     def _extern(self, node: torch.fx.Node, args: Any, kwargs: Any, val: Any,
-                op: torch._ops.OpOverload | None = None) -> Any:
+                op: torch._ops.OpOverload | None = None, binds: dict | None = None) -> Any:
+        """``node`` run by its aten kernel; ``binds``: the unbacked symbols its result defines."""
         op = op or node.target
         self.runs_other_ops |= op is not node.target
         if op not in EXTERN_OPS:
@@ -269,6 +284,7 @@ class GraphLowering:
         schema = getattr(op, "_schema", None)
         # an op that returns nothing (`_assert_async`) is there for its effect: kept, like a mutation
         mutates = bool(schema is not None and (schema.is_mutable or not schema.returns))
+        mutates = mutates or bool(binds)  # defining symbols: a barrier no reader of them moves across
         traced: dict[int, Any] = {}  # id(IR value) -> the fake tensor eager's kernel would get
         for a in node.all_input_nodes:
             traced.setdefault(id(self.env.get(a)), a.meta.get("val"))
@@ -287,7 +303,10 @@ class GraphLowering:
             return pytree.tree_map(one, value, is_leaf=lambda a: isinstance(a, ir.IRNode))
         args = tuple(to_arg(i, a) for i, a in enumerate(args))
         kwargs = {k: to_arg(k, v) for k, v in kwargs.items()}
-        kernel = ir.ExternKernel(self._new_name("extern"), op, tuple(args), dict(kwargs), mutates=mutates)
+        kernel = ir.ExternKernel(self._new_name("extern"), op, tuple(args), dict(kwargs), mutates=mutates,
+                                 binds=binds or {})
+        for symbol in kernel.binds:
+            self.symbol_sources[symbol] = None  # bound where the kernel runs (unbacked.py)
         alias_of = None
         if schema is not None and any(r.alias_info is not None for r in schema.returns):
             inputs = kernel.input_buffers()
@@ -295,16 +314,22 @@ class GraphLowering:
 
         def make_output(v: Any, path: tuple) -> Any:
             if not isinstance(v, torch.Tensor):
+                if isinstance(v, torch.SymInt) and to_expr(v) in kernel.binds:  # item(): the symbol itself
+                    return to_expr(v)
                 if isinstance(v, torch.SymInt) and v.node.expr.free_symbols:
                     raise SymbolicUnsupported(f"{op} returns a symbolic int")
                 return v
             layout = ir.Layout(to_exprs(v.shape), to_exprs(v.stride()), v.dtype)
-            stride = None if path or mutates else output_strides(op, layout.size, layout.stride, v.dtype, self._gpu)
+            stride = None if path or mutates or binds else output_strides(op, layout.size, layout.stride, v.dtype, self._gpu)
             if stride is not None:  # allocated by the wrapper, passed as out=
                 layout = ir.Layout(layout.size, stride, v.dtype)
                 kernel.out = True
             out = ir.ExternOutput(self._new_name("buf"), layout, kernel, path, alias_of)
             self.names[out.name] = out
+            for d, e in enumerate(layout.size):
+                if e.is_Symbol and e not in self.symbol_sources:
+                    self.unbacked[e] = (out.name, d)
+                    self.symbol_sources[e] = f"{out.name}.size({d})"
             kernel.outputs.append(out)
             return out
         if isinstance(val, (list, tuple)):

@@ -343,6 +343,7 @@ class ExternKernel:
     result_spec: Any = None  # pytree of output names / None mirroring the op's return value
     mutates: bool = False
     out: bool = False  # the wrapper allocates the (one) output in its layout and passes it as out=
+    binds: dict = dataclasses.field(default_factory=dict)  # unbacked symbol -> key path in the result
 
     def input_buffers(self) -> list[IRNode]:
         out: list[IRNode] = []

@@ -5,8 +5,10 @@ dynamic capture) has ``torch.SymInt`` sizes whose ``node.expr`` are sympy expres
 ShapeEnv's symbols (``s0``...), written with torch's own index functions. :func:`to_expr` turns
 them (and plain ints) into the expressions the IR carries, with ``indexing``'s ``FloorDiv`` /
 ``ModularIndexing`` (sizes are never negative, so torch's ``Mod`` is our modulus). Anything
-else (a size that is a float, an unbacked symbol) raises :class:`SymbolicUnsupported`: the
-graph is then compiled per concrete shape instead (``compile_fx.PerShapeGraph``).
+else (a size that is a float) raises :class:`SymbolicUnsupported`: the graph is then compiled per
+concrete shape instead (``compile_fx.PerShapeGraph``). An unbacked symbol (``u0``: a size an
+extern op's output has only once it ran, the iterations of a while_loop traced for training) is
+bound by the wrapper right after that op (``GraphLowering.unbacked``).
 
 Heuristics that need a number (a parallel threshold, a block size) read the example's value
 of an expression with :func:`hint`, inside :func:`using_hints`; a choice that the result depends
@@ -20,10 +22,13 @@ from typing import Any, Iterator
 
 import sympy
 import torch
+from torch.utils._sympy.symbol import SymT, symbol_is_type
 
 from .index_functions import FloorDiv, ModularIndexing, TrueDiv
 
 Expr = sympy.Expr
+#: the value heuristics take for a size only the data decides (``nonzero``'s; torch's inductor takes 8192 too)
+UNBACKED_HINT = sympy.Integer(8192)
 
 
 class SymbolicUnsupported(Exception):
@@ -31,13 +36,15 @@ class SymbolicUnsupported(Exception):
 
 
 def _convert(e: Expr) -> Expr:
+    if e in (sympy.true, sympy.false):
+        return e
     if not e.args:
         if e.is_Integer or e.is_Symbol:
             return e
         raise SymbolicUnsupported(f"size {e}")
     args = [_convert(a) for a in e.args]
-    if e.is_Add or e.is_Mul:
-        return e.func(*args)
+    if e.is_Add or e.is_Mul or e.is_Relational or isinstance(e, (sympy.And, sympy.Or, sympy.Not)):
+        return e.func(*args)  # relations: a SymBool (a torch._check's condition)
     name = type(e).__name__
     if e.is_Pow or name == "PowByNatural":
         if not (args[1].is_Integer and args[1] > 0):
@@ -67,7 +74,7 @@ def _convert(e: Expr) -> Expr:
 def to_expr(value: Any) -> Expr:
     """A size (int, SymInt or sympy expression), or a float computed from sizes (a SymFloat
     whose expression is a :class:`TrueDiv`), as the IR's sympy expression."""
-    if isinstance(value, (torch.SymInt, torch.SymFloat)):
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         expr = value.node.expr
         env = value.node.shape_env
         if env is not None:
@@ -121,13 +128,13 @@ def shape_env_of(gm: torch.fx.GraphModule) -> Any:
 
 _hints = threading.local()
 
-
 @contextlib.contextmanager
 def using_hints(shape_env: Any) -> Iterator[None]:
     """Make :func:`hint` read the example sizes of ``shape_env`` (None: a static graph)."""
     values = {}
     if shape_env is not None:
-        table = getattr(shape_env, "backed_var_to_val", None) or shape_env.var_to_val
+        table = getattr(shape_env, "backed_var_to_val", None)  # torch 2.13's name of var_to_val
+        table = shape_env.var_to_val if table is None else table
         values = {sym: sympy.Integer(int(v)) for sym, v in table.items()}
     old = getattr(_hints, "values", None), getattr(_hints, "env", None)
     _hints.values, _hints.env = values, shape_env
@@ -138,12 +145,14 @@ def using_hints(shape_env: Any) -> Iterator[None]:
 
 
 def hint(expr: Any) -> int:
-    """The example's value of a size expression (for heuristics only)."""
+    """The example's value of a size expression (for heuristics only; :data:`UNBACKED_HINT` for
+    unbacked symbols)."""
     expr = sympy.sympify(expr)
     if not expr.free_symbols:
         return int(expr)
     values = getattr(_hints, "values", None) or {}
     out = expr.xreplace(values)
+    out = out.xreplace({s: UNBACKED_HINT for s in out.free_symbols if symbol_is_type(s, SymT.UNBACKED_INT)})
     if out.free_symbols:
         raise SymbolicUnsupported(f"no example value for {expr}")
     return int(out)
@@ -192,4 +201,12 @@ def pyexpr(e: Any) -> str:
         return f"({pyexpr(e.args[0])} ** {int(e.args[1])})"
     if isinstance(e, (sympy.Max, sympy.Min)):
         return f"{'max' if isinstance(e, sympy.Max) else 'min'}({', '.join(pyexpr(a) for a in e.args)})"
+    if e in (sympy.true, sympy.false):
+        return str(bool(e))
+    if e.is_Relational:
+        return f"({pyexpr(e.lhs)} {e.rel_op} {pyexpr(e.rhs)})"
+    if isinstance(e, (sympy.And, sympy.Or)):
+        return "(" + (" and " if isinstance(e, sympy.And) else " or ").join(pyexpr(a) for a in e.args) + ")"
+    if isinstance(e, sympy.Not):
+        return f"(not {pyexpr(e.args[0])})"
     raise SymbolicUnsupported(f"size expression {e}")

@@ -23,6 +23,7 @@ from .. import ir
 from ..graph import scalar_input_name
 from ..scheduler import EmptyGroup, ExternGroup, FusedGroup, Scheduler
 from ..symbolic import SymbolicUnsupported, pyexpr
+from ..unbacked import path_source
 from .common import is_size_param
 
 
@@ -269,6 +270,16 @@ class WrapperCodegen:
                                  f"dtype={self._dtype(o.layout.dtype)}{self.alloc_device})")
                     lines.append(f"{op}({call}, out={var})")
                     self.var[o.name] = var
+                elif kernel.binds:  # the result decides sizes: bind them (unbacked.py)
+                    tmp = f"r{n_var}"
+                    n_var += 1
+                    lines.append(f"{tmp} = {op}({call})")
+                    lines += [f"{s.name} = {path_source(tmp, p)}" for s, p in kernel.binds.items()]
+                    for o in outs:
+                        var = f"b{n_var}"
+                        n_var += 1
+                        lines.append(f"{var} = {path_source(tmp, o.path)}")
+                        self.var[o.name] = var
                 elif isinstance(kernel.result_spec, (list, tuple)) and outs:
                     tmp = f"r{n_var}"
                     n_var += 1
@@ -286,6 +297,9 @@ class WrapperCodegen:
                     self.var[outs[0].name] = var
                 else:
                     lines.append(f"{op}({call})")
+                for o in outs:
+                    lines += [f"{sym.name} = {self.var[o.name]}.size({d})"
+                              for sym, (name, d) in self.graph.unbacked.items() if name == o.name]
                 for o in outs:
                     live_vars.setdefault(root[o.name], []).append(self.var[o.name])
                     lay = o.layout
@@ -319,10 +333,12 @@ class WrapperCodegen:
         """``s0 = arg0.size(0)``... for every size symbol the source reads."""
         sources = {sym.name: src for sym, src in self.graph.symbol_sources.items()}
         lines = []
-        for name in sorted({s.name for s in self.symbols}):
+        unbacked = {s.name for s in self.graph.unbacked}
+        for name in sorted({s.name for s in self.symbols} - unbacked):
             if name not in sources:
                 raise SymbolicUnsupported(f"size symbol {name} is not a size of an input")
-            lines.append(f"{name} = {sources[name]}")
+            if sources[name] is not None:  # None: bound after the extern that defines it
+                lines.append(f"{name} = {sources[name]}")
         return lines
 
     def _output(self, o: Any) -> str:

@@ -149,4 +149,9 @@ def check_device(device: Any) -> None:
 
 
 def constant_node(value: Any, size: Sequence, dtype: torch.dtype) -> ir.Pointwise:
+    """``size`` elements of ``value``: a number, or an int expression of size symbols (read at run time)."""
+    if isinstance(value, sympy.Basic) and value.free_symbols:
+        if not isinstance(value, sympy.Expr) or value.is_integer is False:  # a condition, a float from data
+            raise NotLowerable(f"a fill value {value}")
+        return ir.Pointwise(size, dtype, lambda idx: ops.index_expr(value, dtype))
     return ir.Pointwise(size, dtype, lambda idx: ops.constant(value, dtype))
