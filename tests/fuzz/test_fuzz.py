@@ -18,7 +18,7 @@ from tests.fuzz.program import Input, Program
 from tests.fuzz.shrink import shrink
 
 SEED = 20261124
-SHARES = {"eager": (40, None), "aot_eager": (40, None), "inductor": (12, None), "onnxrt": (6, False),
+SHARES = {"eager": (20, None), "aot_eager": (20, None), "inductor": (6, None), "onnxrt": (6, False),
           "tvm": (3, False)}
 
 

@@ -22,7 +22,7 @@ from tests.fuzz.pystate import compare
 from tests.fuzz.shrink import shrink
 
 SEED = 20261201
-SHARES = {"eager": 100, "aot_eager": 60, "inductor": 15}
+SHARES = {"eager": 50, "aot_eager": 30, "inductor": 8}
 
 
 def _cases() -> list:

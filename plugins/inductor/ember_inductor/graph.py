@@ -55,17 +55,12 @@ class GraphLowering:
         # (id(input), dims, type, dtypes) -> (input, reduction): one sum of x for var's and mean's
         self.reductions: dict[tuple, tuple[Any, Any]] = {}
         self.inputs: list[Any] = []  # InputBuffer or None (non-tensor input)
-<<<<<<< HEAD
         #: size symbol -> Python expression of the wrapper's inputs that gives its value (None: an
         #: unbacked symbol, bound after the extern kernel that defines it)
         self.symbol_sources: dict[sympy.Symbol, str | None] = {}
-=======
-        #: size symbol -> Python expression of the wrapper's inputs that gives its value
-        self.symbol_sources: dict[sympy.Symbol, str] = {}
-        #: unbacked size symbols (a while_loop's iteration count): the extern output and dimension
-        #: whose size binds each, read by the wrapper right after that extern runs
+        #: unbacked size symbols that no node's bindings name (a while_loop's iteration count): the
+        #: extern output and dimension whose size binds each, read right after that extern runs
         self.unbacked: dict[sympy.Symbol, tuple[str, int]] = {}
->>>>>>> hops2
         self.outputs: list[Any] = []  # IR nodes (realized) or Python values
         self.env: dict[torch.fx.Node, Any] = {}
         self.names: dict[str, Any] = {}
