@@ -70,6 +70,27 @@ def view_handed_over(lin, emb):
     return f
 
 
+def strided_view_handed_over(lin, emb):
+    """A non-contiguous activation crosses the break; an output is a view of it: regenerated
+    with the real input's strides (the analysis' fake of it must keep them)."""
+    def f(x):
+        h = lin(x)
+        v = h[:, 1:3]
+        m = _mask(h.shape[0])
+        v.mul_(emb[:2])
+        return v[1], v.sum() * m.sum()
+    return f
+
+
+def expanded_handed_over(lin, emb):
+    """An activation whose memory overlaps (an expanded row) crosses the break, read only."""
+    def f(x):
+        e = lin(x)[0].expand(3, 4)
+        m = _mask(e.shape[0])
+        return e[1] * emb, e.sum() * m.sum()
+    return f
+
+
 def view_and_base_handed_over(lin, emb):
     """Both the view and its base cross the break: the graph runs eagerly for the call (a
     mutated input shares memory with another input), with one warning."""
@@ -105,7 +126,8 @@ def _assert_same(got, expected):
     torch.testing.assert_close([g for g in grads if g is not None], [g for g in eager_grads if g is not None])
 
 
-CASES = [masked, masked_and_returned, written_twice, written_through_a_view, view_handed_over]
+CASES = [masked, masked_and_returned, written_twice, written_through_a_view, view_handed_over,
+         strided_view_handed_over, expanded_handed_over]
 
 
 @pytest.mark.parametrize("make", CASES, ids=[c.__name__ for c in CASES])

@@ -119,13 +119,22 @@ def fake_like(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
 
 
 def eager_like(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
-    """``fake_like``, and a non-leaf (a clone) where ``t`` is a non-leaf that requires grad, so
-    that autograd takes or refuses an in-place op on it as eager does."""
+    """``fake_like``, and a non-leaf where ``t`` is a non-leaf that requires grad, so that
+    autograd takes or refuses an in-place op on it as eager does."""
     fake = fake_like(mode, t)
-    if t.requires_grad and not t.is_leaf:
-        with mode, torch.enable_grad():
-            fake = fake.clone()
-    return fake
+    return as_non_leaf(mode, fake) if t.requires_grad and not t.is_leaf else fake
+
+
+def as_non_leaf(mode: FakeTensorMode, fake: torch.Tensor) -> torch.Tensor:
+    """A copy of the fake leaf ``fake`` that autograd recorded, with its sizes and strides
+    (``clone`` would make a tensor that is not dense contiguous); ``fake`` itself where its
+    memory overlaps (an expanded tensor: eager refuses to write one in place anyway)."""
+    with mode, torch.enable_grad():
+        out = torch.empty_strided(fake.size(), fake.stride(), dtype=fake.dtype, device=fake.device)
+        try:
+            return out.copy_(fake)
+        except RuntimeError:
+            return fake
 
 
 def same_stride(size: Sequence[int], stride: Sequence[int], expected: Sequence[int]) -> bool:
