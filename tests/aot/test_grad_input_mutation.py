@@ -216,3 +216,26 @@ def test_wav2vec2_training_step_masks_time_in_a_compiled_graph(backend, caplog):
     assert any(g is None for g in eager_grads.values()) and eager_grads["wav2vec2.masked_spec_embed"] is not None
     torch.testing.assert_close({n: g for n, g in grads.items() if g is not None},
                                {n: g for n, g in eager_grads.items() if g is not None})
+
+
+def test_written_activation_with_symbolic_sizes(caplog):
+    """Traced once for every batch size (the mask's ``nonzero`` needs data-dependent output shapes
+    allowed in capture: without them that graph runs eagerly, as any such graph under grad)."""
+    def run(compiled):
+        torch.manual_seed(0)
+        lin, emb = torch.nn.Linear(4, 4), torch.nn.Parameter(torch.randn(4))
+        fn = masked_and_returned(lin, emb)
+        if compiled:
+            fn = ember.compile(fn, backend="aot_eager", dynamic=True)
+        results = []
+        for n in (5, 6, 7):
+            x = torch.randn(n, 4, requires_grad=True)
+            h, s = fn(x)
+            (h.sin().sum() + s).backward()
+            results.append((h.detach(), x.grad, lin.weight.grad.clone(), emb.grad.clone()))
+        return results
+
+    with ember.config.patch(capture_dynamic_output_shape_ops=True), caplog.at_level(logging.WARNING, "ember.aot"):
+        got = run(True)
+    assert not [r for r in caplog.records if r.name == "ember.aot"]
+    torch.testing.assert_close(got, run(False))
