@@ -7,8 +7,8 @@ The result (``GraphAnalysis``) says, with no real computation:
   may be written so (an optimizer's step updates its parameters under ``no_grad``) only by a
   graph that needs no backward. A write autograd records (``grad_mutated_inputs``: an
   activation handed across a graph break, ``h[mask] = emb`` under grad mode) is done as
-  torch's AOTAutograd does it: the traced graph writes a clone of the input and returns the
-  clone's final value as one more differentiable output, which the runtime copies into the
+  torch's AOTAutograd does it: the traced graph writes a copy of the input and returns the
+  copy's final value as one more differentiable output, which the runtime copies into the
   real input under grad mode, so the input's history goes through the compiled graph's
   backward. The fakes mirror the inputs' leafness for that: eager refuses such a write to a
   leaf that requires grad (the analysis then raises as eager would) and takes it on a non-leaf;

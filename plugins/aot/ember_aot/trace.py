@@ -18,9 +18,10 @@ tensor inputs, in order) and, for the joint, ``tangents_*``; its outputs are, in
 values of mutated inputs (functionalization's trailing ``copy_`` into an input, turned into an
 output), the tensors the user graph produces (see ``GraphAnalysis.produced``), then for the
 joint the non-None gradients of the primals. An input written where autograd records it
-(``GraphAnalysis.grad_mutated_inputs``) is not written at all: the user graph writes a clone of
-it (with its strides), whose final value is one of the produced tensors, and the gradient of the primal is what
-flows into it through the clone (torch's AOTAutograd traces such inputs the same way).
+(``GraphAnalysis.grad_mutated_inputs``) is not written at all: the user graph writes a copy of
+it (with its strides), whose final value is one of the produced tensors, and the gradient of
+the primal is what flows into it through the copy (torch's AOTAutograd traces such inputs the
+same way).
 """
 from __future__ import annotations
 
