@@ -194,31 +194,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::values_contains_dict_subclass',
         'test_dicts::values_dict_subclass',
     ], 'fullgraph: call to test_dicts_behaviours.PlainSub is not supported (not a torch op, not Python code to inline)'),
-    # 22
-    **dict.fromkeys([
-        'test_functions::partial_hasattr_annotations',
-        'test_functions::partial_hasattr_args',
-        'test_functions::partial_hasattr_call',
-        'test_functions::partial_hasattr_class',
-        'test_functions::partial_hasattr_closure',
-        'test_functions::partial_hasattr_code',
-        'test_functions::partial_hasattr_defaults',
-        'test_functions::partial_hasattr_dict',
-        'test_functions::partial_hasattr_doc',
-        'test_functions::partial_hasattr_eq',
-        'test_functions::partial_hasattr_func',
-        'test_functions::partial_hasattr_get',
-        'test_functions::partial_hasattr_globals',
-        'test_functions::partial_hasattr_hash',
-        'test_functions::partial_hasattr_keywords',
-        'test_functions::partial_hasattr_kwdefaults',
-        'test_functions::partial_hasattr_module',
-        'test_functions::partial_hasattr_name',
-        'test_functions::partial_hasattr_qualname',
-        'test_functions::partial_hasattr_reduce',
-        'test_functions::partial_hasattr_repr',
-        'test_functions::partial_hasattr_setattr',
-    ], 'fullgraph: hasattr on a PartialVar'),
     # 21
     **dict.fromkeys([
         'test_sets::binop_and_frozenset_subclass',
@@ -298,51 +273,22 @@ EXPECTED: dict[str, str] = {
         'test_functions::return_numpy_transpose',
         'test_functions::return_several_numpy_arrays',
     ], "fullgraph: Tensor.numpy() needs the tensor's data (graph break)"),
-    # 14
+    # 5
     **dict.fromkeys([
-        'test_ctx_manager::contextmanager_finally_reads_updated_global',
-        'test_ctx_manager::contextmanager_global_updates_seen_in_body',
         'test_ctx_manager::contextmanager_sets_default_dtype',
-        'test_ctx_manager::contextmanager_writes_global_read_in_body',
-        'test_ctx_manager::contextmanager_yields_value_return_inside',
         'test_ctx_manager::disable_saved_tensors_hooks_decorator',
         'test_ctx_manager::disable_saved_tensors_hooks_inside_disabled',
-        'test_ctx_manager::generator_manager_requires_grad_enable_grad',
-        'test_ctx_manager::generator_manager_requires_grad_no_grad',
-        'test_ctx_manager::generator_manager_switching_grad',
         'test_ctx_manager::nested_disable_saved_tensors_hooks',
-        'test_ctx_manager::nested_generator_managers',
         'test_ctx_manager::sdpa_kernel_context',
-        'test_exceptions::contextmanager_converts_exception',
     ], 'fullgraph: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline)'),
-    # 13
-    **dict.fromkeys([
-        'test_ctx_manager::enable_grad_bare_decorator',
-        'test_ctx_manager::enable_grad_bare_wrapper',
-        'test_ctx_manager::enable_grad_called_decorator',
-        'test_ctx_manager::enable_grad_called_wrapper',
-        'test_ctx_manager::no_grad_bare_decorator',
-        'test_ctx_manager::no_grad_bare_wrapper',
-        'test_ctx_manager::no_grad_called_decorator',
-        'test_ctx_manager::no_grad_called_wrapper',
-        'test_ctx_manager::set_grad_enabled_false_decorator',
-        'test_ctx_manager::set_grad_enabled_false_wrapper',
-        'test_ctx_manager::set_grad_enabled_true_decorator',
-        'test_ctx_manager::set_grad_enabled_true_wrapper',
-        'test_functions::no_grad_decorated_inner_function',
-    ], 'fullgraph: calling a GradModeContext is not supported'),
-    # 11
+    # 7
     **dict.fromkeys([
         'test_dicts::defaultdict_copies_keep_factory',
-        'test_dicts::defaultdict_from_dict_and_kwargs',
         'test_dicts::defaultdict_inplace_union_keeps_factory',
         'test_dicts::defaultdict_without_factory_no_args',
         'test_dicts::defaultdict_without_factory_none',
         'test_dicts::defaultdict_without_factory_none_with_items',
         'test_dicts::dict_union_result_types',
-        'test_dicts::isinstance_of_defaultdict',
-        'test_dicts::iterate_and_update_defaultdict',
-        'test_dicts::return_new_defaultdict',
         'test_functions::defaultdict_made_inside_updates',
     ], 'fullgraph: call to collections.defaultdict is not supported (not a torch op, not Python code to inline)'),
     # 10
@@ -410,28 +356,12 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: reading __dict__ of a Empty built in captured code'),
     # 5
     **dict.fromkeys([
-        'test_functions::frozenset_of_tensor',
-        'test_functions::int_in_set_of_tensor',
-        'test_functions::membership_by_identity_not_value',
-        'test_functions::membership_of_inplace_results',
-        'test_functions::set_of_tensor_and_its_inplace_alias',
-    ], 'fullgraph: a set element needs a Python value, got a tensor'),
-    # 5
-    **dict.fromkeys([
         'test_dicts::cmp_eq_dict',
         'test_dicts::cmp_eq_ordered_dict',
         'test_list::cmp_eq_list',
         'test_list::cmp_eq_tuple',
         'test_sets::equality_set',
     ], 'fullgraph: attribute __eq__ of a container'),
-    # 5
-    **dict.fromkeys([
-        'test_ctx_manager::class_manager_requires_grad_enable_grad',
-        'test_ctx_manager::class_manager_requires_grad_no_grad',
-        'test_ctx_manager::class_manager_switching_grad',
-        'test_ctx_manager::nested_class_managers',
-        'test_ctx_manager::return_used_class_manager',
-    ], 'fullgraph: call to test_ctx_manager_behaviours.GradSwitch is not supported (not a torch op, not Python code to inline)'),
     # 5
     **dict.fromkeys([
         'test_functions::numpy_setitem_ellipsis_0',
@@ -448,7 +378,7 @@ EXPECTED: dict[str, str] = {
         'test_dicts::instance_dunder_dict_multiple_mutations',
         'test_dicts::instance_dunder_dict_values_includes_mutations',
     ], 'fullgraph: reading __dict__ of a Attrs with stores not yet replayed'),
-    # 5
+    # 3
     **dict.fromkeys([
         'test_ctx_manager::grad_context_returned_through_break',
         'test_functions::partial_of_local_lambda_across_break',
@@ -469,13 +399,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::cmp_eq_key_raises_ordered_dict',
         'test_dicts::equal_user_keys_share_an_entry',
     ], 'fullgraph: a dict key needs a Python value, got a UserObjectVar'),
-    # 4
-    **dict.fromkeys([
-        'test_ctx_manager::contextmanager_closing_over_tensor',
-        'test_ctx_manager::contextmanager_from_factory_called_in_helper',
-        'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_0',
-        'test_ctx_manager::contextmanager_writes_enclosing_nonlocals_1',
-    ], "fullgraph: attribute '__module__' of a FunctionVar is not supported"),
     # 4
     **dict.fromkeys([
         'test_dicts::dict___iter___dict',
@@ -586,16 +509,14 @@ EXPECTED: dict[str, str] = {
         'test_functions::numpy_dtype_object_call',
         'test_functions::numpy_iinfo_constant',
     ], 'fullgraph: call to numpy.dtype is not supported (not a torch op, not Python code to inline)'),
-    # 3
+    # 2
     **dict.fromkeys([
         'test_list::tuple_new_of_grandchild_class',
-        'test_list::tuple_new_of_tuple',
         'test_list::tuple_new_with_keyword_raises',
     ], 'fullgraph: call to tuple.__new__ is not supported (not a torch op, not Python code to inline)'),
-    # 3
+    # 2
     **dict.fromkeys([
         'test_dicts::popitem_dict',
-        'test_dicts::popitem_of_global_dict_guarded',
         'test_dicts::popitem_ordered_dict',
     ], 'fullgraph: dict.popitem is not supported'),
     # 3
@@ -612,12 +533,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: list.sort is not supported'),
     # 3
     **dict.fromkeys([
-        '_test_misc_part2::nonlocal_cell_written',
-        '_test_misc_part2::nonlocal_cell_written_after_break',
-        '_test_misc_part2::returned_closure_writes_nonlocal',
-    ], "graphs: ember 0, torch.compile 1 (runs eagerly: assignment to closure variable 'result' of an outer function is not supported yet)"),
-    # 3
-    **dict.fromkeys([
         'test_generator::return_generator_after_its_dict_write',
         'test_generator::return_generator_after_its_object_mutation',
         'test_generator::return_partly_consumed_generator',
@@ -628,9 +543,6 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part2::ones_like_of_ndarrays_across_break',
         '_test_misc_part2::two_ndarrays_across_a_break',
     ], "graphs: ember 0, torch.compile 2 (break: Tensor.numpy() needs the tensor's data (graph break))"),
-    # 3
-    **dict.fromkeys([
-    ], 'graphs: ember 1, torch.compile 0 (runs eagerly: gen is a generator or coroutine function)'),
     # 3
     **dict.fromkeys([
         'test_dicts::global_dict_membership_guarded',
@@ -732,10 +644,9 @@ EXPECTED: dict[str, str] = {
         'test_sets::set_subclass_extra_method',
         'test_sets::set_subclass_overriding_add',
     ], 'fullgraph: call to test_sets_behaviours.AddsOne is not supported (not a torch op, not Python code to inline)'),
-    # 2
+    # 1
     **dict.fromkeys([
         '_test_misc_part2::catch_warnings_context',
-        '_test_misc_part2::return_catch_warnings_object',
     ], 'fullgraph: call to warnings.catch_warnings is not supported (not a torch op, not Python code to inline)'),
     # 2
     **dict.fromkeys([
@@ -812,7 +723,7 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part2::numpy_force_false',
         '_test_misc_part2::numpy_force_true_on_requires_grad',
     ], "graphs: ember 0, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
-    # 2
+    # 1
     **dict.fromkeys([
         'test_functions::rebinding_partial_used_by_closure_across_break',
     ], 'graphs: ember 0, torch.compile 3 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
@@ -841,7 +752,7 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::inlined_no_grad_function_with_break',
         'test_ctx_manager::nested_grad_modes_with_breaks',
     ], 'graphs: ember 3, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
-    # 2
+    # 1
     **dict.fromkeys([
         'test_functions::unread_entries_do_not_recompile',
     ], 'graphs: ember 4, torch.compile 2'),
@@ -950,10 +861,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: a tensortype cannot be baked into a graph as a constant'),
     # 1
     **dict.fromkeys([
-        '_test_misc_part2::nn_utils_pair_and_ntuple',
-    ], "fullgraph: assignment to attribute '__name__' of a FunctionVar"),
-    # 1
-    **dict.fromkeys([
         '_test_misc_part2::attribute_added_to_namedtuple_subclass_argument',
     ], "fullgraph: assignment to attribute 'extra' of a TupleVar"),
     # 1
@@ -996,14 +903,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_functions::checkpoint_valid_flag',
     ], 'fullgraph: call to _EngineBase.is_checkpoint_valid is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::chain_from_iterable_mixed',
-    ], 'fullgraph: call to chain.from_iterable is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_ctx_manager::nullcontext_block_fullgraph',
-    ], 'fullgraph: call to contextlib.nullcontext is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         'test_dicts::binop_ior_dict',
@@ -1078,24 +977,8 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to getset_descriptor.__get__ is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
-        'test_functions::combinations_build_shapes',
-    ], 'fullgraph: call to itertools.combinations is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::islice_over_chain',
-    ], 'fullgraph: call to itertools.islice is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::product_of_tensors_and_ints',
-    ], 'fullgraph: call to itertools.product is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
         'test_generator::long_tee_buffer',
     ], 'fullgraph: call to itertools.tee is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::zip_longest_with_fillvalue',
-    ], 'fullgraph: call to itertools.zip_longest is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         'test_dicts::mapping_proxy_argument_follows_its_dict',
@@ -1274,10 +1157,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: comparison '==' between UserObjectVar and UserObjectVar is not supported"),
     # 1
     **dict.fromkeys([
-        'test_dicts::ordered_dict_move_to_end_both_ends',
-    ], 'fullgraph: dict.move_to_end is not supported'),
-    # 1
-    **dict.fromkeys([
         'test_functions::dict_of_user_mutable_mapping',
     ], 'fullgraph: ember internal error at CALL: ValueError: not enough values to unpack (expected 2, got 1)'),
     # 1
@@ -1434,9 +1313,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 1 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
-    ], "graphs: ember 0, torch.compile 1 (runs eagerly: data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`))"),
-    # 1
-    **dict.fromkeys([
         '_test_misc_part2::iterate_ndarray_rows',
     ], 'graphs: ember 0, torch.compile 1 (runs eagerly: iteration over a ndarray value is not supported)'),
     # 1
@@ -1541,10 +1417,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 3, torch.compile 1 (break: call to contextlib.redirect_stdout is not supported (not a torch op, not Python code to inline))'),
     # 1
     **dict.fromkeys([
-        'test_ctx_manager::contextlib_suppress_block',
-    ], 'graphs: ember 3, torch.compile 1 (break: call to contextlib.suppress is not supported (not a torch op, not Python code to inline))'),
-    # 1
-    **dict.fromkeys([
         'test_ctx_manager::autograd_profiler_contexts_with_break_inside',
     ], 'graphs: ember 3, torch.compile 2 (break: call to torch.autograd.profiler.profile is not supported (not a torch op, not Python code to inline))'),
     # 1
@@ -1563,9 +1435,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_ctx_manager::sdpa_kernel_context_with_break_inside',
     ], 'graphs: ember 4, torch.compile 3 (break: call to contextlib._GeneratorContextManager is not supported (not a torch op, not Python code to inline))'),
-    # 1
-    **dict.fromkeys([
-    ], 'graphs: ember 4, torch.compile 3 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
         'test_ctx_manager::nested_generator_managers_with_break',
@@ -1614,38 +1483,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_generator::membership_consumes_generator',
     ], 'wrong: out[2]: False != True'),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_keys_vs_set_isub',
-    ], "wrong: out[2]: {'four', 'one'} != {'four'}"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_keys_vs_set_iand',
-    ], "wrong: out[2]: {'four', 'one'} != {'one'}"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_keys_vs_set_ior',
-    ], "wrong: out[2]: {'four', 'one'} != {'three', 'four', 'two', 'one'}"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_keys_vs_set_ixor',
-    ], "wrong: out[2]: {'four', 'one'} != {'three', 'four', 'two'}"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_items_vs_set_ior',
-    ], "wrong: out[2]: {('one', 1), ('three', 3)} != {('one', 1), ('three', 3), ('two', 2)}"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_items_vs_set_iand',
-    ], "wrong: out[2]: {('one', 1), ('three', 3)} != {('one', 1)}"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_items_vs_set_ixor',
-    ], "wrong: out[2]: {('one', 1), ('three', 3)} != {('three', 3), ('two', 2)}"),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::set_binop_dict_items_vs_set_isub',
-    ], "wrong: out[2]: {('one', 1), ('three', 3)} != {('three', 3)}"),
     # 1
     **dict.fromkeys([
         'test_exceptions::reraise_outer_exception_reorders_chain',

@@ -54,12 +54,13 @@ from . import contexts, dispatch_modes, global_state
 # the modules that register their values' behaviour in the dispatch tables and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
 from . import (  # noqa: F401
-    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, hops, inline, objects, real_values, supers, symbolic, tensors, torch_helpers,
-    transforms, user_objects,
+    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, hops, inline, itertools_calls, objects,
+    real_values, supers, symbolic, tensors, torch_helpers, transforms, user_objects,
 )
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
 from .graph import remove_dead_nodes
+from .inlined_contexts import RetryCapture, retry_offsets
 from .output import OutputBuilder
 from .resume import ARG_KINDS, CELL, OPAQUE
 from .sources import Constants, DictEntrySource, LocalSource, Source
@@ -92,12 +93,18 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool
             policy: Any = None) -> Capture:
     """Interpret ``fn`` called with the arguments bound in ``f_locals``; ``policy`` (an
     ember.shapes.ShapePolicy) says which sizes are symbolic."""
+    refused: frozenset[int] = frozenset()
     with dispatch_modes.suspended():  # modes that ignore compilation: off while it runs
-        return _capture_with_state(fn, f_locals, allow_breaks, policy)
+        while True:
+            try:
+                return _capture_with_state(fn, f_locals, allow_breaks, policy, refused)
+            except RetryCapture as retry:  # a break inside an inlined with-block: enter it in Python
+                refused |= retry.offsets
 
 
-def _capture_with_state(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool, policy: Any) -> Capture:
-    state = CaptureState(policy=policy)
+def _capture_with_state(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool, policy: Any,
+                        refused: frozenset[int]) -> Capture:
+    state = CaptureState(policy=policy, refused_withs=refused)
     state.guards.grad_mode()
     state.guards.inference_mode()
     state.guards.deterministic()
@@ -148,6 +155,10 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     except Unsupported as exc:
         exc.guards = state.guards  # what was read before the failure decides the fallback entry
         why_not = can_break(frame, exc) if allow_breaks else "fullgraph=True"
+        snap = frame.snapshot
+        open_blocks = retry_offsets(snap.stack, list(snap.locals.values())) if allow_breaks and snap else frozenset()
+        if open_blocks:
+            raise RetryCapture(open_blocks) from exc
         if why_not is not None:
             exc.no_break_reason = why_not
             raise

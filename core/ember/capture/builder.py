@@ -93,7 +93,10 @@ def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: 
         if source is not None:
             guards.dict_keys(source, value)
         items = {k: wrap(state, v, ItemSource(source, k) if source else None) for k, v in value.items()}
-        return _one_var(state, value, DictVar(items, source, type(value)))
+        var = DictVar(items, source, type(value))
+        if isinstance(value, collections.defaultdict):
+            var.default_factory = wrap(state, value.default_factory, AttrSource(source, "default_factory") if source else None)
+        return _one_var(state, value, var)
     return _opaque(state, value, source)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import environ, unbacked
+from . import environ, set_keys, unbacked
 from .dispatch import call, length, load_attr, store_attr
 from .exceptions import Raised, evaluate, run_ahead, throw
 from .instances import InstanceVar, pin
@@ -27,7 +27,7 @@ from .torch_ops import BINARY_OPS
 from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
-    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, TensorVar, TupleVar, Var,
 )
 
 if TYPE_CHECKING:
@@ -165,15 +165,21 @@ def _tuple(frame: "Frame", args: list, kwargs: dict) -> Var:
     return TupleVar(iterate(frame, args[0]) if args else [])
 
 
-@handles(set)
-def _set(frame: "Frame", args: list, kwargs: dict) -> Var:
-    if not args:
-        return SetVar(set())
-    try:
-        values = python_value(args[0])  # the same kind of argument as in Python (a list, a dict...)
-    except NotConstant:
-        values = [as_const(frame, v, "a set element") for v in iterate(frame, args[0])]
-    return SetVar(evaluate(set, values))
+def _make_set(set_type: type) -> Handler:
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        if not args:
+            return set_keys.make(frame, (), set_type)
+        try:
+            values = python_value(args[0])  # the same kind of argument as in Python (a list, a dict...)
+        except NotConstant:
+            values = [set_keys.key(frame, v) for v in iterate(frame, args[0])]
+        return set_keys.make(frame, evaluate(set, values), set_type)
+
+    return handler
+
+
+BUILTIN_HANDLERS[set] = _make_set(set)
+BUILTIN_HANDLERS[frozenset] = _make_set(frozenset)
 
 
 @handles(dict)
@@ -342,7 +348,10 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
         pin(obj)
         return ConstVar(hasattr(obj.value, name))
     from .objects import ShadowVar
+    from .values import PartialVar
 
+    if isinstance(obj, PartialVar):  # a partial's attributes are its type's and func/args/keywords
+        return ConstVar(hasattr(_A_PARTIAL, name))
     if isinstance(obj, (UserObjectVar, ShadowVar)):  # a property or __getattr__ may raise
         try:
             load_attr(frame, obj, name)
@@ -353,6 +362,9 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
             raise
     frame.fail(f"hasattr on a {type(obj).__name__}")
     raise AssertionError
+
+
+_A_PARTIAL = functools.partial(print)
 
 
 def _lacks(frame: "Frame", obj: ConstVar, name: str) -> Var:
@@ -374,6 +386,28 @@ def _signature(frame: "Frame", args: list, kwargs: dict) -> Var:
         return ConstVar(evaluate(inspect.signature, types.MethodType(func, object())))
     return ConstVar(evaluate(inspect.signature, *[python_value(a) for a in args],
                              **{k: python_value(v) for k, v in kwargs.items()}))
+
+
+#: constants made at capture that are the very objects the program uses on every call
+_LASTING = (type(None), bool, type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, torch.nn.Module)
+
+
+@handles(id)
+def _id(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """``id()`` of an input tensor: its real object's, guarded to stay that object (as
+    torch.compile's ID_MATCH); of a constant: its own."""
+    (obj,) = args
+    if isinstance(obj, TensorVar) and obj.source is not None and obj.node.op == "placeholder":
+        tensor = next(t for s, n, t in frame.state.graph.inputs if n is obj.node)
+        frame.state.guards.identity(obj.source, tensor)
+        return ConstVar(id(tensor))
+    if isinstance(obj, ConstVar) and obj.source is not None:
+        frame.state.guards.identity(obj.source, obj.value)
+        return ConstVar(id(obj.value))
+    if isinstance(obj, ConstVar) and isinstance(obj.value, _LASTING):  # the same object on every call
+        return ConstVar(id(obj.value))
+    frame.fail(f"id() of a {type(obj).__name__} made inside the captured code")
+    raise AssertionError
 
 
 @handles(callable)

@@ -5,6 +5,7 @@ other kinds of value register their own calls in their modules.
 """
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import types
@@ -14,8 +15,10 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
-from . import (autograd_functions, contexts, global_state, hooks, locks, objects, optimizers, scalar_tensors, skips,
-               unbacked, user_objects)
+from . import (
+    autograd_functions, collections_calls, contexts, global_state, hooks, inlined_contexts, locks, objects, optimizers,
+    scalar_tensors, skips, unbacked, user_objects,
+)
 from .builtin_arity import check_arguments
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS, NotConstant, lift, python_value
@@ -26,7 +29,7 @@ from .functions import class_function
 from .inline import inline_call
 from .instances import InstanceVar, pin
 from .torch_ops import COMPILING_QUERIES, is_graph_callable, is_pure_function
-from .values import BoundMethodVar, ConstVar, PartialVar, TensorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, PartialVar, TensorVar, TupleVar, Var, contains_tensor
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -78,6 +81,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return _construct_module(frame, value, args, kwargs)
     if value in contexts.CONTEXT_FACTORIES:
         return contexts.make_context(frame, value, args, kwargs)
+    if inlined_contexts.is_contextmanager_helper(value):
+        return inlined_contexts.helper_call(frame, fn, args, kwargs)
     handler = _builtin_handler(value)
     if handler is not None:
         check_arguments(value, args, kwargs)  # what does not fit raises as in Python
@@ -91,6 +96,9 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
             return graph.call("call_method", value.__name__, tuple(args), kwargs)
     if value in _FROM_NUMPY and args and _is_sourced_array(args[0]):
         return _numpy_input(frame, value, args[0])
+    if is_graph_callable(value) and isinstance(value, types.FunctionType) \
+            and not any(contains_tensor(a) for a in [*args, *kwargs.values()]):
+        return inline_call(frame, fn, args, kwargs)  # torch's Python helper on no tensor (F._none_or_dtype)
     if is_graph_callable(value):
         if _asks_global_state(value, args, kwargs):
             return _global_state_query(frame, value, args)
@@ -134,6 +142,10 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return _call_real_partial(frame, fn, args, kwargs)
     if isinstance(value, type) and hasattr(value, "_fields") and issubclass(value, tuple):
         return _make_namedtuple(frame, value, args, kwargs)
+    if isinstance(value, enum.EnumMeta):
+        return collections_calls.call_enum(frame, value, args, kwargs)
+    if isinstance(value, collections_calls.GETTERS):
+        return collections_calls.call_getter(frame, value, args, kwargs)
     if is_pure_function(value) or (isinstance(value, type) and value.__module__ == "builtins") \
             or is_plain_exception_class(value):
         try:

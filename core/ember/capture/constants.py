@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .instances import pin
 from .symbolic import SliceVar, SymVar
-from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, ListVar, SetVar, TensorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, Identity, ListVar, SetVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -53,7 +53,9 @@ def python_value(var: Var, specialize: bool = True) -> Any:
     if isinstance(var, DictVar):
         return {k: python_value(v, specialize) for k, v in var.items.items()}
     if isinstance(var, SetVar):
-        return set(var.items)
+        if any(isinstance(i, Identity) for i in var.items):
+            raise NotConstant("a set holding tensors")
+        return var.set_type(var.items)
     if isinstance(var, DictViewVar) and isinstance(var.mapping, DictVar):  # a view of a copy, read now
         if var.kind == "keys":  # the keys alone, whatever the values are
             return dict.fromkeys(var.mapping.items).keys()

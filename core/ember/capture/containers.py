@@ -8,9 +8,12 @@ namedtuple's fields are its items. ``keys()``, ``values()`` and ``items()`` are 
 """
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING, Any
 
-from .constants import NotConstant, as_const, lift, python_value
+from . import set_keys
+from .collections_calls import COUNTER_READS, DequeVar, counter_method, deque_method, ordered_dict_method
+from .constants import NotConstant, lift, python_value
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
 from .exceptions import evaluate, throw
 from .objects import ShadowVar, mapping_items
@@ -31,6 +34,8 @@ class ContainerMethod(Var):
 
 @handles_attr(ListVar, DictVar, SetVar)
 def _container_attr(frame: "Frame", obj: Var, name: str) -> Var:
+    if name == "maxlen" and isinstance(obj, DequeVar):
+        return ConstVar(obj.maxlen)
     if name.startswith("__"):
         frame.fail(f"attribute {name} of a container")
     return ContainerMethod(obj, name)
@@ -58,7 +63,7 @@ def _iterate_dict(frame: "Frame", var: DictVar) -> list[Var]:
 
 @handles_iter(SetVar)
 def _iterate_set(frame: "Frame", var: SetVar) -> list[Var]:
-    return [lift(v) for v in var.items]
+    return [set_keys.element(v) for v in var.items]
 
 
 @handles_iter(IteratorVar)
@@ -113,6 +118,10 @@ def _container_truth(frame: "Frame", var: Var) -> bool:
 @handles_call(ContainerMethod)
 def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     obj, name = fn.container, fn.name
+    if isinstance(obj, DequeVar):
+        result = deque_method(frame, obj, name, args)
+        if result is not None:
+            return result
     if isinstance(obj, ListVar):
         return _list_method(frame, obj, name, args)
     if isinstance(obj, DictVar):
@@ -171,8 +180,12 @@ def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var]
 
 def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
     items = obj.items
+    if name in ("move_to_end", "popitem"):
+        return ordered_dict_method(frame, mutable_dict(frame, obj).items, name, args, kwargs)
     if kwargs and name != "update":
         frame.fail(f"dict.{name} with keyword arguments")
+    if name in COUNTER_READS and issubclass(obj.dict_type, collections.Counter):
+        return counter_method(frame, obj, name, args, kwargs)
     if name in ("items", "keys", "values"):
         if args:
             throw(TypeError(f"dict.{name}() takes no arguments ({len(args)} given)"))
@@ -181,7 +194,7 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwarg
         key = python_value(args[0])
         return items.get(key, args[1] if len(args) > 1 else ConstVar(None))
     if name == "copy":
-        return DictVar(dict(items), dict_type=obj.dict_type)
+        return DictVar(dict(items), dict_type=obj.dict_type, default_factory=obj.default_factory)
     if name == "__contains__":
         return ConstVar(python_value(args[0]) in items)
     table = mutable_dict(frame, obj).items
@@ -215,20 +228,34 @@ _SET_WRITES = {"add", "discard", "remove", "pop", "clear", "update", "intersecti
 
 
 def _set_method(frame: "Frame", obj: Var, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    """A method of a set (a SetVar, or a set or frozenset from outside): evaluated on its elements."""
+    """A method of a set (a SetVar, or a set or frozenset from outside): evaluated on its elements
+    (tensors and objects by identity, ``set_keys``)."""
+    set_type = obj.set_type if isinstance(obj, SetVar) else type(obj.value)
+    if name in _SET_WRITES and set_type is frozenset:
+        throw(AttributeError(f"'frozenset' object has no attribute {name!r}"))
     if kwargs or name not in _SET_READS | _SET_WRITES:
-        frame.fail(f"{type(python_value(obj)).__name__}.{name} is not supported")
-    values = [_set_argument(frame, a, name) for a in args]
+        frame.fail(f"{set_type.__name__}.{name} is not supported")
+    if name in ("add", "discard", "remove"):
+        values = [set_keys.key(frame, a) for a in args]
+    else:
+        values = [_set_argument(frame, a) for a in args]
     if name in _SET_WRITES:
-        return lift(evaluate(getattr(mutable_set(frame, obj).items, name), *values))
-    result = evaluate(getattr(python_value(obj), name), *values)
-    return SetVar(result) if type(result) is set else lift(result)
+        items = mutable_set(frame, obj).items
+        result = evaluate(getattr(items, name), *values)
+        set_keys.keep_distinct(frame, items)
+        return set_keys.element(result) if name == "pop" else lift(result)
+    result = evaluate(getattr(set_type(set_keys.keys_of(frame, obj)), name), *values)
+    return set_keys.make(frame, result, type(result)) if isinstance(result, (set, frozenset)) else lift(result)
 
 
-def _set_argument(frame: "Frame", var: Var, name: str) -> Any:
-    if isinstance(var, IteratorVar):  # a generator or map(): the method consumes its items
-        return [as_const(frame, v, f"an item given to set.{name}") for v in iterate(frame, var)]
-    return as_const(frame, var, f"an argument of set.{name}")
+def _set_argument(frame: "Frame", var: Var) -> Any:
+    """What a set method is given: a set (its keys), or any iterable (its elements' keys)."""
+    if isinstance(var, SetVar) or isinstance(var, ConstVar) and isinstance(var.value, (set, frozenset)):
+        return set_keys.keys_of(frame, var)
+    try:
+        return python_value(var)
+    except NotConstant:
+        return [set_keys.key(frame, v) for v in iterate(frame, var)]
 
 
 __all__ = ["ContainerMethod", "container_method"]

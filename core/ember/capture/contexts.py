@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .builtin_calls import handles
 from .constants import as_const
-from .dispatch import handles_call
+from .dispatch import call, handles_call
+from .exceptions import Raised
 from .values import ConstVar, Var
 
 if TYPE_CHECKING:
@@ -162,6 +164,14 @@ def set_grad_mode(frame: "Frame", enabled: bool) -> None:
     frame.state.graph.graph.call_function(torch._C._set_grad_enabled, (enabled,)).meta["mutates"] = True
 
 
+@handles(torch._C._set_grad_enabled)
+def _set_grad_enabled(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``torch._C._set_grad_enabled(flag)`` (what a hand-written grad-mode context calls): the
+    capture's mode and the graph switch at once, as eager's does."""
+    set_grad_mode(frame, bool(as_const(frame, args[0], "_set_grad_enabled's flag")))
+    return ConstVar(None)
+
+
 def make_context(frame: "Frame", fn: object, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if fn is torch.autograd.profiler.record_function:
         values = [as_const(frame, a, "record_function's arguments") for a in args]
@@ -174,10 +184,9 @@ def make_context(frame: "Frame", fn: object, args: list[Var], kwargs: dict[str, 
         return AutocastContext(ContextSpec(fn, (real.device, real.fast_dtype, real._enabled, real._cache_enabled)))
     if kwargs:
         frame.fail(f"{getattr(fn, '__name__', fn)} with keyword arguments")
-    if fn is torch.no_grad:
-        return GradModeContext(False, ContextSpec(fn, ()))
-    if fn is torch.enable_grad:
-        return GradModeContext(True, ContextSpec(fn, ()))
+    if fn in (torch.no_grad, torch.enable_grad):
+        ctx = GradModeContext(fn is torch.enable_grad, ContextSpec(fn, ()))
+        return wrap_function(frame, ctx, args[0]) if args else ctx  # ``@torch.no_grad`` with no call
     enabled = bool(as_const(frame, args[0], "set_grad_enabled's flag"))
     previous = torch.is_grad_enabled()
     set_grad_mode(frame, enabled)
@@ -193,6 +202,42 @@ def enter(frame: "Frame", ctx: ModelledContext) -> tuple[Var, Var]:
 def exit_(frame: "Frame", exit_var: ContextExit) -> Var:
     exit_var.ctx.exit(frame, exit_var)
     return ConstVar(None)
+
+
+class GradModeFunction(Var):
+    """A function wrapped by a grad-mode context used as a decorator: called under that mode."""
+
+    def __init__(self, enabled: bool, func: Var) -> None:
+        self.enabled = enabled
+        self.func = func
+
+
+def wrap_function(frame: "Frame", ctx: GradModeContext, func: Var) -> Var:
+    """``torch.no_grad()(f)``, ``@torch.enable_grad``, ``@torch.set_grad_enabled(flag)``: the mode
+    that ``set_grad_enabled`` switched when made is switched back, as its ``__call__`` does."""
+    if ctx.previous is not None:
+        set_grad_mode(frame, ctx.previous)
+    return GradModeFunction(ctx.enabled, func)
+
+
+@handles_call(GradModeContext)
+def _call_grad_context(frame: "Frame", fn: GradModeContext, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    if len(args) != 1 or kwargs:
+        frame.fail("calling a grad-mode context with other than one function")
+    return wrap_function(frame, fn, args[0])
+
+
+@handles_call(GradModeFunction)
+def _call_grad_function(frame: "Frame", fn: GradModeFunction, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    previous = torch.is_grad_enabled()
+    set_grad_mode(frame, fn.enabled)
+    try:
+        result = call(frame, fn.func, args, kwargs)
+    except Raised:
+        set_grad_mode(frame, previous)
+        raise
+    set_grad_mode(frame, previous)
+    return result
 
 
 @handles_call(ContextExit)

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported
-from . import exceptions, ops
+from . import exceptions, ops, set_keys
 from .builder import wrap
 from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
 from .dispatch import call, load_attr, store_attr
@@ -29,7 +29,7 @@ from .supers import super_attr
 from .torch_ops import module_is_trusted
 from .values import (
     NULL, BoundMethodVar, CellVar, ConstVar, DictVar, FunctionVar, IteratorVar, ListVar,
-    SetVar, TupleVar, Var,
+    SetVar, Suspended, TupleVar, Var,
 )
 
 _BUILTINS = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
@@ -82,6 +82,8 @@ class Frame:
         self.is_root = is_root
         self.snapshot: Snapshot | None = None
         self.yielded: list[Var] | None = None  # set when running a generator to completion
+        self.suspends = False  # a generator stepped one yield at a time (generator_contexts.py)
+        self.suspended_at: Instr | None = None  # the yield it stopped at
 
     # -- running --------------------------------------------------------------------------
     def run(self) -> Var:
@@ -491,7 +493,7 @@ class Frame:
 
     def BUILD_SET(self, ins: Instr) -> None:
         items = self.popn(ins.arg)
-        self.push(SetVar({ops.as_const(self, i, "a set element") for i in items}))
+        self.push(set_keys.make(self, [set_keys.key(self, i) for i in items]))
 
     def BUILD_MAP(self, ins: Instr) -> None:
         flat = self.popn(2 * ins.arg)
@@ -518,12 +520,15 @@ class Frame:
 
     def SET_ADD(self, ins: Instr) -> None:
         value = self.pop()
-        ops.mutable_set(self, self.stack[-ins.arg]).items.add(ops.as_const(self, value, "a set element"))
+        target = ops.mutable_set(self, self.stack[-ins.arg])
+        target.items.add(set_keys.key(self, value))
+        set_keys.keep_distinct(self, target.items)
 
     def SET_UPDATE(self, ins: Instr) -> None:
         value = self.pop()
-        items = [ops.as_const(self, i, "a set element") for i in ops.iterate(self, value)]
-        ops.mutable_set(self, self.stack[-ins.arg]).items.update(items)
+        target = ops.mutable_set(self, self.stack[-ins.arg])
+        target.items.update(set_keys.key(self, i) for i in ops.iterate(self, value))
+        set_keys.keep_distinct(self, target.items)
 
     def MAP_ADD(self, ins: Instr) -> None:
         value = self.pop()
@@ -609,6 +614,9 @@ class Frame:
     def YIELD_VALUE(self, ins: Instr) -> None:
         if self.yielded is None:
             self.fail("yield outside a generator the capture runs")
+        if self.suspends:  # run() returns; the caller pushes the value sent in and runs again
+            self.suspended_at = ins
+            raise _Return(Suspended(self.pop()))
         if len(self.yielded) >= MAX_GENERATOR_ITEMS:
             self.fail(f"generator {self.code.co_name}() yields more than {MAX_GENERATOR_ITEMS} items before its "
                       "consumer stops it (an endless generator is run to completion by the capture)")
@@ -674,14 +682,21 @@ class Frame:
 
     # -- what breaks ----------------------------------------------------------------------------
     def BEFORE_WITH(self, ins: Instr) -> None:
+        from . import inlined_contexts
         from .contexts import ModelledContext, enter
 
         ctx = self.stack[-1]
-        if not isinstance(ctx, ModelledContext):
-            self.fail("a with-block over a context manager other than no_grad/enable_grad/set_grad_enabled/"
-                      "record_function (it is entered in Python at a graph break)")
+        if isinstance(ctx, ModelledContext):
+            exit_var, value = enter(self, ctx)
+        else:
+            if self.is_root and ins.offset in self.state.refused_withs:
+                inlined_contexts.refuse(self)
+            entered = inlined_contexts.enter(self, ctx, ins.offset if self.is_root else None)
+            if entered is None:
+                self.fail(f"a with-block over a {type(ctx).__name__} (no Python __enter__/__exit__ to inline): "
+                          "it is entered in Python at a graph break")
+            exit_var, value = entered
         self.pop()
-        exit_var, value = enter(self, ctx)
         self.push(exit_var)
         self.push(value)
 

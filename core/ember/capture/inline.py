@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from .builder import closure_read_through
 from .constants import lift
-from .dispatch import handles_attr, handles_call, handles_truth
-from .exceptions import run_ahead
+from .dispatch import handles_attr, handles_call, handles_store, handles_truth
+from .exceptions import run_ahead, throw
 from .functions import class_function, default, function_source
 from .sources import AttrSource, ItemSource, Source
 from .state import MAX_INLINE_DEPTH
@@ -92,6 +92,20 @@ def _bind(frame: "Frame", code: types.CodeType, n_defaults: int, kw_defaults: An
 def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """Run the Python function ``fn`` (a FunctionVar, or a ConstVar holding a function) in a child
     frame of the same class as ``frame``, its arguments bound as Python binds them."""
+    child = child_frame(frame, fn, args, kwargs)
+    code = child.code
+    if not code.co_flags & inspect.CO_GENERATOR:
+        return run_child(child)
+    # run to completion now; the caller gets an iterator over what it yielded
+    child.yielded = []
+    with run_ahead(frame, f"generator {code.co_name}()"):
+        result = run_child(child)
+    return IteratorVar(child.yielded, result=result)
+
+
+def child_frame(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> "Frame":
+    """The frame that runs ``fn(*args, **kwargs)``, not started (a generator function's frame is its
+    generator's body)."""
     if isinstance(fn, FunctionVar):
         code, globals_dict = fn.code, fn.globals
         defaults, kwdefaults = fn.defaults, fn.kwdefaults
@@ -109,21 +123,13 @@ def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
 
         def default_of(key: int | str) -> Var:  # read through the function, so guarded
             return default(frame, func, source, key)
-    is_generator = bool(code.co_flags & inspect.CO_GENERATOR)
-    if code.co_flags & _GENERATOR_FLAGS and not is_generator:
+    if code.co_flags & _GENERATOR_FLAGS and not code.co_flags & inspect.CO_GENERATOR:
         frame.fail(f"{code.co_name} is a coroutine (not supported)")
     state = frame.state
     if state.depth >= MAX_INLINE_DEPTH:
         frame.fail("inlining is too deep (recursion?)")
     bound = _bind(frame, code, len(defaults), kwdefaults, default_of, args, kwargs)
-    child = type(frame)(state, code, globals_dict, bound, closure)
-    if not is_generator:
-        return _run(child)
-    # run to completion now; the caller gets an iterator over what it yielded
-    child.yielded = []
-    with run_ahead(frame, f"generator {code.co_name}()"):
-        result = _run(child)
-    return IteratorVar(child.yielded, result=result)
+    return type(frame)(state, code, globals_dict, bound, closure)
 
 
 def closure_cells(frame: "Frame", func: types.FunctionType, source: Source) -> dict[str, Any]:
@@ -137,7 +143,8 @@ def closure_cells(frame: "Frame", func: types.FunctionType, source: Source) -> d
             for i, (name, cell) in enumerate(zip(func.__code__.co_freevars, cells))}
 
 
-def _run(child: "Frame") -> Var:
+def run_child(child: "Frame") -> Var:
+    """Run (or go on running) a child frame, one level deeper."""
     state = child.state
     state.depth += 1
     try:
@@ -170,12 +177,44 @@ def class_member(frame: "Frame", obj: Var, cls: type, name: str, static: Any) ->
     return None
 
 
+#: a function's attributes that are not in its ``__dict__`` and may be stored (``functools.wraps``)
+_SLOTS = ("__name__", "__qualname__", "__doc__", "__module__", "__annotations__")
+
+
 @handles_attr(FunctionVar)
 def _function_attr(frame: "Frame", obj: FunctionVar, name: str) -> Var:
+    if name in obj.slots:
+        return obj.slots[name]
     if name in ("__name__", "__qualname__"):
         return ConstVar(obj.name)
-    frame.fail(f"attribute {name!r} of a {type(obj).__name__} is not supported")
+    if name == "__module__":
+        return ConstVar(obj.globals.get("__name__"))
+    if name == "__doc__":
+        first = obj.code.co_consts[0] if obj.code.co_consts and obj.code.co_name != "<lambda>" else None
+        return ConstVar(first if isinstance(first, str) else None)
+    if name == "__annotations__":
+        return DictVar({})
+    if name == "__dict__":  # the same table: ``wrapper.__dict__.update(...)`` stores on the function
+        return DictVar(obj.attrs)
+    if name in obj.attrs:
+        return obj.attrs[name]
+    if name.startswith("__") and name.endswith("__"):
+        frame.fail(f"attribute {name!r} of a function made inside the captured code")
+    throw(AttributeError(f"'function' object has no attribute {name!r}"))
     raise AssertionError
+
+
+@handles_store(FunctionVar)
+def _function_store(frame: "Frame", obj: FunctionVar, name: str, value: Any, default: bool = False) -> None:
+    from .side_effects import DELETED
+
+    table = obj.slots if name in _SLOTS else obj.attrs
+    if name.startswith("__") and name.endswith("__") and name not in _SLOTS and name != "__wrapped__":
+        frame.fail(f"assignment to attribute {name!r} of a function made inside the captured code")
+    if value is DELETED:
+        table.pop(name, None)
+    else:
+        table[name] = value
 
 
 @handles_truth(FunctionVar)
@@ -183,4 +222,4 @@ def _function_truth(frame: "Frame", var: FunctionVar) -> bool:
     return True
 
 
-__all__ = ["call_dunder", "class_member", "inline_call"]
+__all__ = ["call_dunder", "child_frame", "class_member", "inline_call", "run_child"]

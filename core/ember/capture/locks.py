@@ -17,6 +17,10 @@ _LOCK_TYPES = (_thread.LockType, _thread.RLock, type(threading.RLock()))
 _RESULTS = {"acquire": True, "__enter__": True, "release": None, "__exit__": None}
 
 
+def is_lock(value: Any) -> bool:
+    return isinstance(value, _LOCK_TYPES)
+
+
 def is_lock_method(value: Any) -> bool:
     return isinstance(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), _LOCK_TYPES) \
         and value.__name__ in _RESULTS

@@ -8,6 +8,7 @@ own (the ``dispatch`` tables).
 """
 from __future__ import annotations
 
+import collections
 import operator
 import types
 from typing import TYPE_CHECKING, Any
@@ -15,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import environ, objects, optimizers, unbacked
+from . import environ, objects, optimizers, set_keys, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
-from .dispatch import iterate, truthy
+from .dispatch import call, iterate, truthy
 from .exceptions import evaluate, throw
 from .instances import pin
 from .inline import call_dunder
@@ -66,8 +67,12 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         return record(frame, op, [a, b])
     # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
     if symbol in _SET_INPLACE and (isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):
-        evaluate(op, mutable_set(frame, a).items, as_const(frame, b, "a set operand"))
+        target = mutable_set(frame, a)
+        target.items = evaluate(op, target.items, set_keys.keys_of(frame, b) if _is_set(b) else python_value(b))
         return a
+    if _is_set(a) and _is_set(b) and set_keys.has_identities([*set_keys.keys_of(frame, a), *set_keys.keys_of(frame, b)]):
+        result = evaluate(op, *(set_keys.keys_of(frame, v) for v in (a, b)))
+        return set_keys.make(frame, result, type(result)) if isinstance(result, (set, frozenset)) else lift(result)
     if symbol in ("+=", "*=") and isinstance(a, ListVar):
         items = mutable_list(frame, a).items
         if symbol == "+=":
@@ -167,6 +172,9 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
         if a.value is not None and b.value is not None:
             pin(a, b)
         return a.value is b.value
+    if isinstance(a, ShadowVar) and isinstance(b, ConstVar) or isinstance(b, ShadowVar) and isinstance(a, ConstVar):
+        pin(a, b)  # a real object inside a built one (a dataclass's Field)
+        return a.value is b.value
     if isinstance(a, ConstVar) or isinstance(b, ConstVar):
         # a constant is never the same object as a tensor/container built or read by the capture,
         # except when the constant itself is such a container (read twice from one source)
@@ -195,7 +203,7 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
     if isinstance(container, EnvironVar):
         return environ.contains(frame, container, as_const(frame, item, "an environment variable's name"))
     if isinstance(container, SetVar):
-        return evaluate(operator.contains, container.items, as_const(frame, item, "a set element"))
+        return evaluate(operator.contains, container.items, set_keys.key(frame, item))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
         frame.fail("`in` test involving a tensor depends on tensor data")
     try:
@@ -262,7 +270,14 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
     if isinstance(obj, DictVar):
         key = as_const(frame, index, "a dict key")
         if key not in obj.items:
-            if hasattr(obj.dict_type, "__missing__"):
+            factory = obj.default_factory
+            if factory is not None and not (isinstance(factory, ConstVar) and factory.value is None):
+                value = call(frame, factory, [], {})  # defaultdict.__missing__
+                mutable_dict(frame, obj).items[key] = value
+                return value
+            if issubclass(obj.dict_type, collections.Counter):  # Counter.__missing__: 0, nothing stored
+                return ConstVar(0)
+            if hasattr(obj.dict_type, "__missing__") and factory is None:
                 frame.fail(f"{obj.dict_type.__name__}[{key!r}] would call __missing__")
             throw(KeyError(key))
         return obj.items[key]

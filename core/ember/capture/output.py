@@ -13,15 +13,18 @@ import types
 import torch
 
 from ..errors import Unsupported
+from .collections_calls import DequeVar, rebuild_deque
 from .contexts import ModelledContext
 from .graph import GraphBuilder
+from .inlined_contexts import GeneratorContextVar, rebuild_expr as rebuild_context
 from .sources import Constants
 from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
 from .unbacked import is_unbacked
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import (
-    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, ListVar, SetVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, ListVar, SetVar, TensorVar,
+    TupleVar, Var,
 )
 
 _LITERALS = (bool, int, str, type(None), bytes)
@@ -56,14 +59,16 @@ class OutputBuilder:
                 visit(var.mapping)
             elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
                 visit(var.root)
-            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar)):
+            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar, GeneratorContextVar)):
                 counts[id(var)] = counts.get(id(var), 0) + 1
                 if counts[id(var)] > 1:
                     return
                 if isinstance(var, ShadowVar):  # a dataclass built by the capture: its arguments, its log
                     items = visit_parts(var)
-                elif isinstance(var, SetVar):  # a set's items are plain Python values
-                    items = []
+                elif isinstance(var, SetVar):  # Python values, and tensors or objects by identity
+                    items = [k.var for k in var.items if isinstance(k, Identity)]
+                elif isinstance(var, GeneratorContextVar):  # one context, made once from its arguments
+                    items = [*var.args, *var.kwargs.values()]
                 elif isinstance(var, FunctionVar):  # its cells are filled after (cell_lines)
                     items = [*var.defaults, *var.kwdefaults.values()]
                 else:
@@ -109,12 +114,16 @@ class OutputBuilder:
             if hasattr(var.tuple_type, "_fields"):
                 return f"{cls}({items})"
             return f"{cls}(({items}))"
+        if isinstance(var, DequeVar):
+            return rebuild_deque(self, var)
         if isinstance(var, ListVar):
             return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
         if isinstance(var, CellVar):
             if id(var) not in self._cells:
                 self._cells[id(var)] = (f"___cell{len(self._cells)}", var)
             return self._cells[id(var)][0]
+        if isinstance(var, FunctionVar) and (var.attrs or var.slots):
+            raise Unsupported("a function made inside the captured code with attributes stored on it (functools.wraps)")
         if isinstance(var, FunctionVar):  # a closure made by the captured code: a new function
             parts = [self.consts.name(var.code, "code"), self.consts.name(var.globals, "g"),
                      "(" + "".join(f"{self.expr(v)}, " for v in var.defaults) + ")",
@@ -122,11 +131,14 @@ class OutputBuilder:
                      "(" + "".join(f"{self.expr(c)}, " for c in var.closure) + ")"]
             return f"{self.consts.name(make_function, 'mkfn')}({', '.join(parts)})"
         if isinstance(var, SetVar):  # a new set on every call, as in Python
-            return "{" + ", ".join(self.key(k) for k in var.items) + "}" if var.items else "set()"
+            body = "{" + ", ".join(self.key(k) for k in var.items) + "}" if var.items else "set()"
+            return body if var.set_type is set else f"frozenset({body})"
         if isinstance(var, DictVar):
             body = ", ".join(f"{self.key(k)}: {self.expr(v)}" for k, v in var.items.items())
             if var.dict_type is dict:
                 return "{" + body + "}"
+            if var.default_factory is not None:  # a defaultdict
+                return f"{self.consts.name(var.dict_type, 'D')}({self.expr(var.default_factory)}, {{{body}}})"
             return f"{self.consts.name(var.dict_type, 'D')}({{{body}}})"
         from .containers import ContainerMethod
         from .tensors import TensorMethod
@@ -138,6 +150,8 @@ class OutputBuilder:
             return f"{self.expr(var.mapping)}.{var.kind}()"
         if isinstance(var, UserObjectVar):
             return rebuild_object(self, var)
+        if isinstance(var, GeneratorContextVar):
+            return rebuild_context(self, var)
         if isinstance(var, TensorMethod):
             return f"{self.expr(var.tensor)}.{var.name}"
         if isinstance(var, ContainerMethod) and var.container.source is not None:  # bound to the real object
@@ -175,6 +189,8 @@ class OutputBuilder:
         return [f"    {name} = {cell_type}()" for name, _ in self._cells.values()], fills
 
     def key(self, key: object) -> str:
+        if isinstance(key, Identity):
+            return self.expr(key.var)
         if type(key) in _LITERALS:
             return repr(key)
         return self.consts.name(key, "key")

@@ -44,6 +44,9 @@ class CaptureState:
     instances: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
     #: torch's global state when the call began (global_state.GlobalState), set by capture()
     entry_state: Any = None
+    #: offsets of the outermost code's ``with`` blocks entered in Python, not inlined (a break
+    #: inside them: inlined_contexts.RetryCapture)
+    refused_withs: frozenset = frozenset()
     #: id(real closure cell) -> its CellVar: one per cell, however the code reaches it
     cells: dict[int, Any] = dataclasses.field(default_factory=dict)
 

@@ -7,9 +7,9 @@ update ``items`` (the object is new, so nothing is replayed), and the runner bui
 object after the graph from its recorded attributes (``cls.__new__`` plus its ``__dict__``).
 Its truth, ``len`` and iteration follow Python's protocols (``__bool__``/``__len__``, ``__iter__`` or
 ``__getitem__`` from 0 until IndexError), inlined.
-Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, slots or abstract methods, and
-context managers (entered in Python at a graph break, see ``contexts.py``) are refused (the call
-breaks the graph instead).
+Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, slots or abstract methods are
+refused (the call breaks the graph instead). Context managers are built like any other object
+(``inlined_contexts.py`` inlines their ``__enter__``/``__exit__``).
 """
 from __future__ import annotations
 
@@ -60,8 +60,6 @@ def can_construct(cls: Any) -> bool:
     if any(base.__module__ == "builtins" and base is not object for base in cls.__mro__):
         return False  # a subclass of dict, list, tuple...: not a plain object
     if getattr(cls, "__abstractmethods__", None) or "__slots__" in cls.__dict__:
-        return False
-    if hasattr(cls, "__exit__"):  # a context manager: made and entered in Python at a graph break
         return False
     if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ \
             or cls.__getattribute__ is not object.__getattribute__:

@@ -84,9 +84,29 @@ class DictVar(Var):
     items: dict[Any, Var]
     source: Source | None = None
     dict_type: type = dict
+    default_factory: Any = None  # a defaultdict's (a Var)
 
     def python_type(self) -> type:
         return self.dict_type
+
+
+class Identity:
+    """A set element that hashes by the identity of the object ``var`` stands for (``set_keys.py``)."""
+
+    __slots__ = ("var", "key")
+
+    def __init__(self, var: Var) -> None:
+        self.var = var
+        self.key = var.node if isinstance(var, TensorVar) else var
+
+    def __hash__(self) -> int:
+        return id(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Identity) and other.key is self.key
+
+    def __repr__(self) -> str:
+        return f"Identity({self.var!r})"
 
 
 @dataclasses.dataclass(eq=False)
@@ -95,10 +115,11 @@ class SetVar(Var):
     the capture, so it is mutated here and rebuilt in the output. Sets read from outside stay
     :class:`ConstVar` (mutating one breaks the graph)."""
 
-    items: set
+    items: set  # Python values, and set_keys.Identity keys for tensors and objects
+    set_type: type = set  # or frozenset
 
     def python_type(self) -> type:
-        return set
+        return self.set_type
 
 
 @dataclasses.dataclass(eq=False)
@@ -145,6 +166,9 @@ class FunctionVar(Var):
     defaults: tuple[Var, ...] = ()
     kwdefaults: dict[str, Var] = dataclasses.field(default_factory=dict)
     closure: tuple[CellVar, ...] = ()
+    #: what the captured code stored on it: ``__dict__`` entries, and ``__name__``-like slots
+    attrs: dict[str, Var] = dataclasses.field(default_factory=dict)
+    slots: dict[str, Var] = dataclasses.field(default_factory=dict)
 
     def python_type(self) -> type:
         return types.FunctionType
@@ -188,6 +212,13 @@ class PartialVar(Var):
         import functools
 
         return functools.partial
+
+
+class Suspended(Var):
+    """What ``run()`` of a suspending generator frame returns at a ``yield``: the value yielded."""
+
+    def __init__(self, value: Var) -> None:
+        self.value = value
 
 
 class _Null(Var):

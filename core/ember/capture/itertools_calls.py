@@ -1,0 +1,187 @@
+"""``itertools`` over captured values: the iterator's items are made now, as the capture runs
+loops to completion (``IteratorVar``).
+
+The combinatoric and slicing helpers (``product``, ``combinations``, ``permutations``,
+``zip_longest``, ``islice``, ``chain.from_iterable``, ``repeat`` with a count, ``pairwise``...)
+only arrange their arguments' items: they run for real over the lists of Vars themselves, so
+tensors stay graph values. Those that call a function or add (``accumulate``, ``starmap``,
+``groupby``, ``takewhile``, ``dropwhile``, ``filterfalse``) call it through the capture.
+``count()`` is endless: it is an iterator read one item at a time (``next``, ``zip``).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any, Callable
+
+from .builtin_calls import BUILTIN_HANDLERS, handles
+from .constants import as_const, python_value
+from .dispatch import call, handles_iter, iterate, truthy
+from .exceptions import evaluate, run_ahead
+from .ops import binary
+from .values import ConstVar, IteratorVar, TupleVar, Var
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+
+def _as_var(item: Any) -> Var:
+    """What a real itertools function handed back: a Var, or a tuple of Vars."""
+    if isinstance(item, tuple):
+        return TupleVar([_as_var(i) for i in item])
+    return item
+
+
+def _arranging(fn: Callable, iterables: slice, constants: tuple[str, ...] = ()) -> Callable:
+    """A handler running ``fn`` for real over the items (as Vars) of its iterable arguments
+    (positions ``iterables``), its other arguments and the keywords ``constants`` as constants."""
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        positions = range(len(args))[iterables]
+        real = [iterate(frame, a) if i in positions else as_const(frame, a, f"{fn.__name__}'s arguments")
+                for i, a in enumerate(args)]
+        real_kwargs = {k: (as_const(frame, v, f"{fn.__name__}'s {k}") if k in constants else v)
+                       for k, v in kwargs.items()}
+        return IteratorVar([_as_var(i) for i in evaluate(lambda: list(fn(*real, **real_kwargs)))])
+
+    return handler
+
+
+for _fn, _iterables in [(itertools.product, slice(None)), (itertools.combinations, slice(0, 1)),
+                        (itertools.combinations_with_replacement, slice(0, 1)), (itertools.permutations, slice(0, 1)),
+                        (itertools.zip_longest, slice(None)), (itertools.islice, slice(0, 1)),
+                        (itertools.pairwise, slice(0, 1))]:
+    BUILTIN_HANDLERS[_fn] = _arranging(_fn, _iterables, constants=("repeat", "r"))
+
+
+@handles(itertools.chain.from_iterable)
+def _chain_from_iterable(frame: "Frame", args: list, kwargs: dict) -> Var:
+    return IteratorVar([item for inner in iterate(frame, args[0]) for item in iterate(frame, inner)])
+
+
+@handles(itertools.repeat)
+def _repeat(frame: "Frame", args: list, kwargs: dict) -> Var:
+    times = args[1] if len(args) > 1 else kwargs.get("times")
+    if times is None:
+        frame.fail("itertools.repeat() with no count (endless)")
+    return IteratorVar([args[0]] * max(0, as_const(frame, times, "repeat's count")))
+
+
+@handles(itertools.accumulate)
+def _accumulate(frame: "Frame", args: list, kwargs: dict) -> Var:
+    items = iterate(frame, args[0])
+    fn = args[1] if len(args) > 1 else kwargs.get("func")
+    if fn is not None and isinstance(fn, ConstVar) and fn.value is None:
+        fn = None
+    out: list[Var] = []
+    if "initial" in kwargs and not (isinstance(kwargs["initial"], ConstVar) and kwargs["initial"].value is None):
+        out.append(kwargs["initial"])
+    with run_ahead(frame, "itertools.accumulate()"):
+        for item in items:
+            if not out:
+                out.append(item)
+                continue
+            out.append(binary(frame, "+", out[-1], item) if fn is None else call(frame, fn, [out[-1], item], {}))
+    return IteratorVar(out)
+
+
+@handles(itertools.starmap)
+def _starmap(frame: "Frame", args: list, kwargs: dict) -> Var:
+    fn, rows = args[0], iterate(frame, args[1])
+    with run_ahead(frame, "itertools.starmap()"):
+        return IteratorVar([call(frame, fn, iterate(frame, row), {}) for row in rows])
+
+
+def _predicate_handler(kind: str) -> Callable:
+    def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
+        fn, items = args[0], iterate(frame, args[1])
+        with run_ahead(frame, f"itertools.{kind}()"):
+            if kind == "filterfalse":
+                return IteratorVar([v for v in items if not _test(frame, fn, v)])
+            cut = next((i for i, v in enumerate(items) if not _test(frame, fn, v)), len(items))
+        return IteratorVar(items[:cut] if kind == "takewhile" else items[cut:])
+
+    return handler
+
+
+def _test(frame: "Frame", fn: Var, item: Var) -> bool:
+    if isinstance(fn, ConstVar) and fn.value is None:
+        return truthy(frame, item)
+    return truthy(frame, call(frame, fn, [item], {}))
+
+
+for _name in ("takewhile", "dropwhile", "filterfalse"):
+    BUILTIN_HANDLERS[getattr(itertools, _name)] = _predicate_handler(_name)
+
+
+@handles(itertools.groupby)
+def _groupby(frame: "Frame", args: list, kwargs: dict) -> Var:
+    items = iterate(frame, args[0])
+    key_fn = args[1] if len(args) > 1 else kwargs.get("key")
+    groups: list[Var] = []
+    last: Any = object()
+    with run_ahead(frame, "itertools.groupby()"):
+        for item in items:
+            key = item if key_fn is None or isinstance(key_fn, ConstVar) and key_fn.value is None \
+                else call(frame, key_fn, [item], {})
+            value = as_const(frame, key, "a groupby key")
+            if not groups or value != last:
+                groups.append(TupleVar([key, IteratorVar([])]))
+                last = value
+            groups[-1].items[1].items.append(item)
+    return IteratorVar(groups)
+
+
+class CountVar(Var):
+    """``itertools.count(start, step)``: endless, read one item at a time."""
+
+    def __init__(self, start: Var, step: Var) -> None:
+        self.start = start
+        self.step = step
+
+    def next(self, frame: "Frame") -> Var:
+        frame.state.remember(self)
+        item, self.start = self.start, binary(frame, "+", self.start, self.step)
+        return item
+
+    def save(self) -> Var:
+        return self.start
+
+    def restore(self, saved: Var) -> None:
+        self.start = saved
+
+
+@handles(itertools.count)
+def _count(frame: "Frame", args: list, kwargs: dict) -> Var:
+    start = args[0] if args else kwargs.get("start", ConstVar(0))
+    step = args[1] if len(args) > 1 else kwargs.get("step", ConstVar(1))
+    python_value(start)  # numbers only
+    return CountVar(start, step)
+
+
+_ZIP, _NEXT = BUILTIN_HANDLERS[zip], BUILTIN_HANDLERS[next]
+
+
+@handles(zip)
+def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """``zip`` with a ``count()`` among its arguments: as many of its items as the others have."""
+    if not any(isinstance(a, CountVar) for a in args):
+        return _ZIP(frame, args, kwargs)
+    finite = [iterate(frame, a) for a in args if not isinstance(a, CountVar)]
+    if not finite:
+        frame.fail("zip() of endless iterators only")
+    rows = min(len(c) for c in finite)
+    columns = [[a.next(frame) for _ in range(rows)] if isinstance(a, CountVar) else finite.pop(0) for a in args]
+    return IteratorVar([TupleVar(list(row)) for row in zip(*columns)])
+
+
+@handles(next)
+def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
+    return args[0].next(frame) if args and isinstance(args[0], CountVar) else _NEXT(frame, args, kwargs)
+
+
+@handles_iter(CountVar)
+def _iterate_count(frame: "Frame", var: CountVar) -> list[Var]:
+    frame.fail("iterating over itertools.count() to its end (endless)")
+    raise AssertionError
+
+
+__all__ = ["CountVar"]
