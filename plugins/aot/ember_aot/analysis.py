@@ -1,11 +1,17 @@
 """Runs the captured torch-level graph once on fake tensors to learn what eager would do.
 
 The result (``GraphAnalysis``) says, with no real computation:
-- which inputs the graph mutates (their version counter moved) and whether that is something
-  the runtime can replay: a data mutation that autograd does not record. An input that
-  requires grad may be written only where grad mode is off inside the graph (an optimizer's
-  step updates its parameters under ``no_grad``), and only by a graph that needs no backward:
-  the write is then an input mutation like any other, written back after the graph;
+- which inputs the graph mutates (their version counter moved), and how the runtime replays
+  each write. A write autograd does not record (grad mode off, or nothing requiring grad
+  involved) is written back after the graph, without autograd; an input that requires grad
+  may be written so (an optimizer's step updates its parameters under ``no_grad``) only by a
+  graph that needs no backward. A write autograd records (``grad_mutated_inputs``: an
+  activation handed across a graph break, ``h[mask] = emb`` under grad mode) is done as
+  torch's AOTAutograd does it: the traced graph writes a copy of the input and returns the
+  copy's final value as one more differentiable output, which the runtime copies into the
+  real input under grad mode, so the input's history goes through the compiled graph's
+  backward. The fakes mirror the inputs' leafness for that: eager refuses such a write to a
+  leaf that requires grad (the analysis then raises as eager would) and takes it on a non-leaf;
 - for every output: whether it requires grad, and whether it aliases an input or another
   output. Aliased outputs are not produced by the compiled graph; the runtime regenerates them
   as views (of the real input, or of one "base" tensor the compiled graph returns), so callers
@@ -72,6 +78,11 @@ class GraphAnalysis:
     # sets of output positions made by one call of a multi-output view op (``unbind``, ``split``)
     # from one source, requiring grad: autograd refuses an in-place op on any of them
     multi_views: list[list[int]] = dataclasses.field(default_factory=list)
+    # positions in the flat args of the inputs written where autograd records it (see the module
+    # docstring), and the layout of each one's new value: produced after the bases
+    grad_mutated_inputs: list[int] = dataclasses.field(default_factory=list)
+    grad_mutated_layouts: list[tuple[Layout, torch.dtype, torch.device]] = dataclasses.field(
+        default_factory=list)
 
     @property
     def graph_outputs(self) -> list[int]:
@@ -81,14 +92,16 @@ class GraphAnalysis:
     @property
     def produced(self) -> list[tuple[bool, Layout, torch.dtype, torch.device]]:
         """(requires_grad, layout, dtype, device) of each tensor the graph produces: the outputs
-        it computes, then the bases of aliased outputs."""
+        it computes, the bases of aliased outputs, then the new values of the inputs in
+        ``grad_mutated_inputs``."""
         outs = [
             (o.requires_grad, o.layout, o.dtype, o.device)
             for o in self.outputs
             if o.kind == GRAPH
         ]
         bases = zip(self.base_requires_grad, self.base_layouts, self.base_dtypes, self.base_devices)
-        return outs + list(bases)
+        written = [(True, layout, dtype, device) for layout, dtype, device in self.grad_mutated_layouts]
+        return outs + list(bases) + written
 
     @property
     def needs_autograd(self) -> bool:
@@ -103,6 +116,25 @@ def fake_like(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
     if t.requires_grad:
         fake.requires_grad_(True)
     return fake
+
+
+def eager_like(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
+    """``fake_like``, and a non-leaf where ``t`` is a non-leaf that requires grad, so that
+    autograd takes or refuses an in-place op on it as eager does."""
+    fake = fake_like(mode, t)
+    return as_non_leaf(mode, fake) if t.requires_grad and not t.is_leaf else fake
+
+
+def as_non_leaf(mode: FakeTensorMode, fake: torch.Tensor) -> torch.Tensor:
+    """A copy of the fake leaf ``fake`` that autograd recorded, with its sizes and strides
+    (``clone`` would make a tensor that is not dense contiguous); ``fake`` itself where its
+    memory overlaps (an expanded tensor: eager refuses to write one in place anyway)."""
+    with mode, torch.enable_grad():
+        out = torch.empty_strided(fake.size(), fake.stride(), dtype=fake.dtype, device=fake.device)
+        try:
+            return out.copy_(fake)
+        except RuntimeError:
+            return fake
 
 
 def same_stride(size: Sequence[int], stride: Sequence[int], expected: Sequence[int]) -> bool:
@@ -178,9 +210,10 @@ def analyze(
     gm: torch.fx.GraphModule, args: Sequence[Any], mode: FakeTensorMode, grad_enabled: bool
 ) -> GraphAnalysis:
     """Run ``gm`` on fakes of ``args`` under ``mode`` with grad mode ``grad_enabled``."""
-    fakes = [fake_like(mode, a) if isinstance(a, torch.Tensor) else a for a in args]
+    fakes = [eager_like(mode, a) if isinstance(a, torch.Tensor) else a for a in args]
     tensors = {i: f for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
     versions = {i: f._version for i, f in tensors.items()}
+    histories = {i: f.grad_fn for i, f in tensors.items()}
     required = {i for i, f in tensors.items() if f.requires_grad}
     layouts = {i: (f.size(), f.stride(), f.storage_offset()) for i, f in tensors.items()}
     recorder = IdentityRecorder(gm)
@@ -192,16 +225,16 @@ def analyze(
         result = recorder.run(*fakes)
     flat, spec = pytree.tree_flatten(result)
 
-    mutated = []
+    mutated, grad_mutated = [], []
     for i, f in tensors.items():
         if (f.size(), f.stride(), f.storage_offset()) != layouts[i]:
             raise AOTUnsupported(f"the graph changes the metadata (shape/stride) of input {i}")
         if f._version != versions[i]:
-            if grad_enabled and f.requires_grad and i not in required:
-                raise AOTUnsupported(f"in-place mutation of input {i} by a value that requires grad")
-            mutated.append(i)
-    # the fakes are fresh leaves: one that required grad and was written without the run
-    # raising was written with grad mode off inside the graph (autograd recorded nothing)
+            # autograd recorded the write where it gave the input a new history
+            recorded = grad_enabled and f.requires_grad and f.grad_fn is not histories[i]
+            (grad_mutated if recorded else mutated).append(i)
+    # an input that required grad and was written without autograd recording it was written
+    # with grad mode off inside the graph
     grad_inputs_written = [i for i in mutated if grad_enabled and i in required]
 
     storage_to_input = {}
@@ -257,6 +290,9 @@ def analyze(
         identities=recorder.identities,
         base_nodes=[recorder.producer(b) for b in bases],
         multi_views=_multi_views(flat, outputs, fakes, bases),
+        grad_mutated_inputs=grad_mutated,
+        grad_mutated_layouts=[(_layout(fakes[i], fakes[i]), fakes[i].dtype, fakes[i].device)
+                              for i in grad_mutated],
     )
     if grad_inputs_written and analysis.needs_autograd:
         raise AOTUnsupported(f"in-place mutation of input {grad_inputs_written[0]}, which requires grad, "

@@ -1,5 +1,6 @@
-"""Input mutations at run time: the new values copied back into the caller's tensors, and the
-check that no mutated input shares memory with another input.
+"""Input mutations at run time: the new values copied back into the caller's tensors, the
+check that no mutated input shares memory with another input, and (``apart``) copies of the
+values saved for the backward that an input written under autograd would overwrite.
 
 Both run on every call of a plan that mutates inputs (a training step's batch-norm statistics:
 resnet18 writes back 60 buffers and takes 123 inputs), so each does its per-call work in C
@@ -79,3 +80,12 @@ class AliasCheck:
                 return True
         self._passed = stamp
         return False
+
+
+def apart(values: Sequence[Any], written: Sequence[torch.Tensor]) -> list[Any]:
+    """``values``, each tensor sharing storage with one of ``written`` replaced by a copy: a
+    compiled forward may save an input itself (or a view of it) for the backward, which needs
+    the value the input had before the runtime writes its new value into it."""
+    storages = {t.untyped_storage().data_ptr() for t in written}
+    return [v.clone() if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() in storages else v
+            for v in values]

@@ -6,7 +6,10 @@
    (``grad_groups``: usually one), each linked only to the inputs its compiled backward returns
    gradients for, as eager autograd links outputs only to what they were computed from;
 2. writes the new values of mutated inputs back into the caller's tensors (one
-   ``_foreach_copy_`` per dtype and device);
+   ``_foreach_copy_`` per dtype and device), and those of the inputs written where autograd
+   records it (``GraphAnalysis.grad_mutated_inputs``) with a ``copy_`` under grad mode, so
+   that the input's history, as after eager's in-place op, runs through the compiled graph's
+   backward (into the input's history before the call);
 3. rebuilds the user's outputs: tensors the graph produced, views of inputs (regenerated from
    the real input after the write-back, so they alias it as in eager), views of a base tensor
    the graph returned (so outputs that aliased each other in eager still do), constants. An
@@ -34,7 +37,7 @@ from torch.utils import _pytree as pytree
 from .analysis import CONSTANT, GRAPH, INPUT_ALIAS, GraphAnalysis, same_stride
 from .bw_variants import BackwardVariants
 from .grad_groups import GradGroup
-from .mutations import AliasCheck, WriteBack, picker
+from .mutations import AliasCheck, WriteBack, apart, picker
 from .symbolic import SizeProgram
 from .views import MultiView, not_a_view
 
@@ -74,7 +77,7 @@ class AOTFunction(torch.autograd.Function):
         ctx.grad_primals = [p if p.is_leaf else weakref.ref(p) for p in inputs]
         ctx.set_materialize_grads(False)
         if plan._one_group:
-            _save(ctx, outs[n:])
+            _save(ctx, plan.kept_apart(outs[n:], primals))
             # the new values of mutated inputs stay in ``outs`` for the write-back: they never
             # get gradients, and each output of an autograd Function costs a wrapping
             fwd = tuple(map(not_a_view, outs[m:n]))
@@ -82,7 +85,7 @@ class AOTFunction(torch.autograd.Function):
                 ctx.mark_non_differentiable(*(fwd[i] for i in plan.nondiff_produced))
             return fwd
         # detached: a node's saved values must not hold (and keep alive) another node's outputs
-        _save(ctx, [_detached(outs[n + s]) for s in plan.grad_groups[g].saved])
+        _save(ctx, plan.kept_apart([_detached(outs[n + s]) for s in plan.grad_groups[g].saved], primals))
         return tuple(not_a_view(outs[i]) for i in plan.group_outputs[g])
 
     @staticmethod
@@ -218,14 +221,19 @@ class CompiledPlan:
         self.group_outputs = [tuple(self.diff_outputs[i] for i in g.outputs) for g in self.grad_groups]
         self._group_inputs = [picker([self.grad_inputs[k] for k in g.grads]) for g in self.grad_groups]
         self._one_group = len(self.grad_groups) == 1
-        self._mutates = bool(self.mutated_inputs or self.inputs_mutated_in_graph)
         tensors_only = self.symbolic_inputs is None or all(
             isinstance(self.symbolic_inputs[i], torch.Tensor) for i in self.tensor_pos)
-        self._aliased = AliasCheck(self.mutated_inputs + self.inputs_mutated_in_graph, tensors_only)
+        n_graph, n_bases = len(self.analysis.graph_outputs), len(self.analysis.base_groups)
+        # (position in the args, slot of its new value) of each input written under autograd
+        self._grad_written = [(i, n_mut + n_graph + n_bases + k)
+                              for k, i in enumerate(self.analysis.grad_mutated_inputs)]
+        self._grad_written_primals = grad_written = [self.tensor_pos.index(i) for i, _ in self._grad_written]
+        self._mutates = bool(self.mutated_inputs or self.inputs_mutated_in_graph or grad_written)
+        self._aliased = AliasCheck(self.mutated_inputs + self.inputs_mutated_in_graph + grad_written,
+                                   tensors_only)
         self._write_back = WriteBack(self.mutated_inputs)
         self._warned = False
-        n_graph = len(self.analysis.graph_outputs)
-        self._base_slots = [n_mut + n_graph + g for g in range(len(self.analysis.base_groups))]
+        self._base_slots = [n_mut + n_graph + g for g in range(n_bases)]
         produced = iter(range(n_mut, n_mut + n_graph))
         # (kind, slot or constant, layout of the view or None for the tensor itself, grad)
         self._rebuild: list[tuple[str, Any, Any, bool]] = []
@@ -246,6 +254,7 @@ class CompiledPlan:
         # the common case: the user's outputs are the graph's outputs, in order, as a tuple
         self._passthrough = (
             not self.mutated_inputs and not self._base_slots and not self.analysis.multi_views
+            and not self._grad_written
             and [r[:2] for r in self._rebuild] == [(GRAPH, i) for i in range(n_graph)]
             and self.analysis.out_spec == pytree.tree_structure(tuple(range(n_graph)))
         )
@@ -254,6 +263,13 @@ class CompiledPlan:
         outputs = None if self._passthrough else (self._rebuild, self._base_layouts)
         self._sizes = None if self.symbolic_inputs is None else SizeProgram(
             (self.tangent_layouts, outputs), self.symbolic_inputs)
+
+    def kept_apart(self, saved: Sequence[Any], primals: Sequence[Any]) -> Sequence[Any]:
+        """``saved``, with a copy of each value that shares memory with an input the call will
+        write under autograd (the backward reads the value before the write)."""
+        if not self._grad_written_primals:
+            return saved
+        return apart(saved, [primals[j] for j in self._grad_written_primals])
 
     def calls_fw_as_is(self, nargs: int) -> bool:
         """Whether a call of ``nargs`` arguments without grad is ``self.fw(*args)`` and nothing
@@ -315,6 +331,8 @@ class CompiledPlan:
             return self._eager(args, "the compiled graph returned a base with another layout")
         if self.mutated_inputs:
             self._write_back(primals, outs)
+        for i, slot in self._grad_written:
+            args[i].copy_(outs[slot])
         result = []
         for kind, slot, layout, grad in rebuild:
             if kind == GRAPH:

@@ -28,6 +28,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
 from torch.utils._sympy.printers import PythonPrinter
 
+from .analysis import as_non_leaf
 from .errors import AOTUnsupported
 
 SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -84,9 +85,10 @@ def allowing_real_constants(mode: FakeTensorMode) -> Iterator[None]:
 
 
 def symbolic_inputs(gm: torch.fx.GraphModule, args: Sequence[Any], mode: FakeTensorMode) -> list[Any]:
-    """What to trace ``gm`` with instead of its real ``args``: a fresh fake leaf with the
+    """What to trace ``gm`` with instead of its real ``args``: a fresh fake with the
     placeholder's symbolic sizes and strides for each tensor (requiring grad as the real input
-    does), the placeholder's ``SymInt`` for an int input that varies, other values as they are."""
+    does, and a non-leaf where it is one: see ``analysis.eager_like``), the placeholder's
+    ``SymInt`` for an int input that varies, other values as they are."""
     out: list[Any] = []
     for node, a in zip(_placeholders(gm), args):
         val = node.meta.get("val")
@@ -95,7 +97,8 @@ def symbolic_inputs(gm: torch.fx.GraphModule, args: Sequence[Any], mode: FakeTen
                 raise AOTUnsupported(f"placeholder {node.name} has no fake tensor value")
             with mode:
                 fake = torch.empty_strided(val.size(), val.stride(), dtype=a.dtype, device=a.device)
-            out.append(fake.requires_grad_(a.requires_grad))
+            fake.requires_grad_(a.requires_grad)
+            out.append(as_non_leaf(mode, fake) if a.requires_grad and not a.is_leaf else fake)
         elif isinstance(val, torch.SymInt) and is_symbolic(val):
             out.append(val)
         else:

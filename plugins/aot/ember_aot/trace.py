@@ -17,7 +17,11 @@ Both return a ``TracedGraph`` whose module has flat tensor placeholders ``primal
 tensor inputs, in order) and, for the joint, ``tangents_*``; its outputs are, in order: the new
 values of mutated inputs (functionalization's trailing ``copy_`` into an input, turned into an
 output), the tensors the user graph produces (see ``GraphAnalysis.produced``), then for the
-joint the non-None gradients of the primals.
+joint the non-None gradients of the primals. An input written where autograd records it
+(``GraphAnalysis.grad_mutated_inputs``) is not written at all: the user graph writes a copy of
+it (with its strides), whose final value is one of the produced tensors, and the gradient of
+the primal is what flows into it through the copy (torch's AOTAutograd traces such inputs the
+same way).
 """
 from __future__ import annotations
 
@@ -73,6 +77,10 @@ class _Calls:
         full = list(self.args)
         for i, p in zip(self.tensor_pos, primals):
             full[i] = p
+        written = self.analysis.grad_mutated_inputs
+        for i in written:  # a copy with the input's strides (``clone`` would make some contiguous)
+            p = full[i]
+            full[i] = torch.empty_strided(p.size(), p.stride(), dtype=p.dtype, device=p.device).copy_(p)
         # node by node, so that each aten node keeps the ``stack_trace`` (the user's line) of
         # the node it comes from: an error when the graph runs names the user's code
         keep = frozenset(name for name in self.analysis.base_nodes if name is not None)
@@ -91,7 +99,7 @@ class _Calls:
                 outs.append(interpreter.kept[node])
             else:
                 outs.append(group_base([flat[k] for k in group]))
-        return outs
+        return outs + [full[i] for i in written]
 
 
 def _fakes(mode: FakeTensorMode, calls: _Calls, keep_grad: bool) -> list[Any]:
