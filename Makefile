@@ -7,8 +7,10 @@ EXTRAS ?= test,onnxrt,tvm
 PYTEST_ARGS ?=
 # pytest-xdist workers: one per logical CPU (CI's 2-core machine: 2); TEST_WORKERS=0 runs in one process
 TEST_WORKERS ?= logical
+# CI's run leaves out the longest tests (tests/long_tests.py); `make test-all` runs everything
+TEST_MARKS ?= not long
 
-.PHONY: install demo test test-ops bench
+.PHONY: install demo test test-all test-ops bench
 
 install:
 	@$(PYTHON) -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$(TORCH_VERSION)' else 1)" 2>/dev/null \
@@ -19,8 +21,11 @@ demo: install
 	$(PYTHON) examples/demo.py
 
 test: install
-	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS) tests; rc=$$?; \
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "$(TEST_MARKS)" $(PYTEST_ARGS) tests; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+test-all:
+	$(MAKE) test TEST_MARKS=""
 
 # Every op of torch's OpInfo database on inductor and aot_eager, every dtype (CI runs a seeded
 # share of it); then a summary. EMBER_OPINFO_SAMPLES=all runs every sample of each op (default 3).

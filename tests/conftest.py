@@ -42,6 +42,12 @@ def pytest_collection_finish(session):
 
 
 def pytest_collection_modifyitems(config, items):
+    from long_tests import LONG
+
+    long = set(LONG)
+    for item in items:
+        if item.nodeid in long:
+            item.add_marker(pytest.mark.long)
     # Tests sharing a module-scoped fixture (the distributed scenarios, each a pair of processes
     # running every case) stay on one pytest-xdist worker (`--dist loadgroup`), so it runs once.
     for item in items:
