@@ -369,10 +369,7 @@ class ParamsIteration(nn.Module):
         return total
 
 
-add("iterate_parameters", ParamsIteration, [(t(2),)], 1,
-    xfail="self.parameters() -> Module._named_members dedups with `memo = set()` and `v in memo` / "
-          "memo.add(v) where v is a parameter: sets made in captured code hold Python values only, so "
-          "a tensor element is refused ('a set element needs a Python value, got a tensor')")
+add("iterate_parameters", ParamsIteration, [(t(2),)], 1)  # Module._named_members' memo set holds tensors
 
 
 class NoGradParam(nn.Module):
