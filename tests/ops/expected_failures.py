@@ -68,8 +68,7 @@ EXPECTED: dict[Key, str] = {
        for name, variant in [("nn.functional.scaled_dot_product_attention", ""),
                              ("nn.functional.multi_head_attention_forward", ""), ("pca_lowrank", ""),
                              ("svd_lowrank", ""), ("nn.functional.fractional_max_pool2d", ""),
-                             ("nn.functional.fractional_max_pool3d", ""),
-                             ("nn.functional.feature_alpha_dropout", "without_train"), ("empty_strided", "")]},
+                             ("nn.functional.fractional_max_pool3d", ""), ("empty_strided", "")]},
     **{(name, variant, "*", "*", "*"): "capture: an options object passed as an argument cannot be "
        "baked into the graph as a constant, no graph"
        for name, variant in [("nn.functional.linear_cross_entropy", "chunked"),
