@@ -41,6 +41,11 @@ from harness import assert_same, assert_same_global_state, break_records, clone,
 SEED = 1234
 
 
+# cases whose graph count depends on which cases ran before them in the process (one worker's
+# order under pytest-xdist against the refresh's): their table entry is a non-strict xfail
+ORDER_DEPENDENT = frozenset({"test_ctx_manager::autocast_method_with_break"})
+
+
 class Failure(AssertionError):
     """ember does not show the behaviour; ``reason`` is short and stable (the table's text)."""
 
@@ -155,7 +160,8 @@ class Suite:
         params = []
         for b in self.cases:
             reason = EXPECTED.get(b.key)
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason is not None else []
+            strict = b.key not in ORDER_DEPENDENT
+            marks = [pytest.mark.xfail(strict=strict, reason=reason)] if reason is not None else []
             params.append(pytest.param(b, id=b.name, marks=marks))
 
         @pytest.mark.parametrize("b", params)
