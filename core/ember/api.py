@@ -166,7 +166,7 @@ def disable(fn: Callable[..., Any] | None = None) -> Any:
 
 
 def graph_break() -> None:
-    """A graph break where compiled code calls it, as ``torch._dynamo.graph_break()`` (which ember
+    """A graph break where compiled code calls it, as torch's own ``graph_break()`` marker (which ember
     recognises too); nothing when it runs eagerly."""
 
 

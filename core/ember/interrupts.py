@@ -1,11 +1,11 @@
 """A Ctrl-C during a compile reaches the user and leaves the process able to compile again.
 
-Compiling imports modules lazily (triton, parts of torch such as ``torch._inductor`` that torch's
+Compiling imports modules lazily (triton, parts of torch (its own compiler's modules) that torch's
 own tracing code imports on first use, ember's plugins). A ``KeyboardInterrupt`` raised in the
 middle of such an import leaves half of a package behind: Python drops the module whose code was
 interrupted but keeps the submodules it had finished, which still hold the dropped, half-made
-objects (``module 'triton.backends' has no attribute 'compiler'``, ``partially initialized module
-'torch._dynamo'``), so that every later compile in the process fails. Importing them again does
+objects (``module 'triton.backends' has no attribute 'compiler'``, ``partially initialized module``
+of torch's tracer), so that every later compile in the process fails. Importing them again does
 not mend it either: a finished module that registered operators (``TORCH_LIBRARY``) refuses to
 run twice.
 

@@ -9,7 +9,7 @@ at which it runs as it is, once per call, as in eager (``warnings.warn``, ``logg
 
 A function marked with ``torch.compiler.disable`` or ``ember.disable`` is never traced either:
 calling it is a graph break and it runs eagerly, and nothing it calls is compiled; so are the
-graph break markers, ``ember.graph_break()`` and torch's ``torch._dynamo.graph_break()``.
+graph break markers, ``ember.graph_break()`` and torch's own ``graph_break()`` marker.
 """
 from __future__ import annotations
 
