@@ -54,8 +54,9 @@ from . import contexts, dispatch_modes, global_state
 # the modules that register their values' behaviour in the dispatch tables and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
 from . import (  # noqa: F401
-    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, hops, inline, itertools_calls, objects,
-    real_values, supers, symbolic, tensors, torch_helpers, transforms, user_objects,
+    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, generators, hops, inline,
+    itertools_calls, lazy_iterators, objects, real_values, supers, symbolic, tensors, torch_helpers, transforms,
+    user_objects,
 )
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
@@ -148,6 +149,7 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     reason: Unsupported | None = None
     try:
         result = frame.run()
+        generators.close_abandoned(frame, [result, *state.side_effects.values()])
         shared = builder.share([result, *state.side_effects.values()])
         body = [*shared, f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder)]
         makes, fills = builder.cell_lines()
