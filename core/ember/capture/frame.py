@@ -136,8 +136,9 @@ class Frame:
             self.jump(entry.target)
         elif not self.is_root:
             raise raised
-        else:  # Python raises it for real when it runs the function
+        else:  # Python raises it for real when it runs the function (as with torch.compile: no graph)
             error = Unsupported(f"{raised.describe()} raised in captured code and not caught there")
+            error.skip_frame = f"{raised.describe()} leaves the compiled function: it runs in Python"
             self.locate(error)
             raise error from None
 

@@ -11,15 +11,16 @@ delegates to first, as CPython does. An exception leaving the body ends the gene
 (``StopIteration`` becomes ``RuntimeError``, PEP 479). Each generator keeps the exception its
 body is handling apart from its caller's, as CPython does.
 
-After the graph (the value returned, or live at a graph break) a generator that has not started
-is made again by calling its function with the same arguments; a finished one is an exhausted
-generator; a suspended one has the items it has left run ahead (``lazy_iterators.force``: no
-side effects allowed) and is handed back as an iterator over them, as torch.compile does. A graph
+After the graph (the value returned, or live at a graph break) a generator has the items it has
+left run ahead (``lazy_iterators.force``: no side effects allowed) and is handed back as an
+iterator over them, as torch.compile does; a finished one is an exhausted generator, and one that
+the instruction breaking the graph started is made again by calling its function. A graph
 break inside a generator's body, resumed by the outermost frame's own instruction, cannot be
 taken there: as torch.compile does, the function runs in Python.
 
 When the compiled function returns, a generator it made and leaves suspended inside a ``try``
-block, which nothing it returns or stores reaches, is closed then, as CPython's reference
+block (or in ``yield from`` an iterator with a ``close``), which nothing it returns or stores
+reaches, is closed then, as CPython's reference
 counting closes it (its ``finally`` and ``except GeneratorExit`` run).
 """
 from __future__ import annotations
@@ -166,8 +167,9 @@ def stop_iteration(frame: "Frame", var: Var) -> NoReturn:
 
 
 def _has_method(var: Var, name: str) -> bool:
-    cls = type(var.value) if isinstance(var, ConstVar) else var.python_type()
-    return hasattr(cls, name)
+    """An iterator built by the captured code (a Python class's) with the method ``name``; a real
+    one (a constant) is never driven at capture time."""
+    return not isinstance(var, ConstVar) and hasattr(var.python_type(), name)
 
 
 def _throw_step(frame: "Frame", gen: GeneratorVar, exc: ConstVar) -> Var | None:
@@ -356,7 +358,7 @@ def _items_left(var: Var) -> list[Var] | None:
     if isinstance(var, IteratorVar):
         return var.items[var.index:]
     if isinstance(var, GeneratorVar):
-        if var.forced is None and var.status == "suspended":
+        if var.forced is None and var.status in ("created", "suspended") and not _remake(var):
             if var.stale:
                 raise Unsupported(f"{_name(var)} is suspended at a graph break and was run on by the instruction "
                                   "that breaks: it cannot be rebuilt")
@@ -369,23 +371,29 @@ def _items_left(var: Var) -> list[Var] | None:
     return None
 
 
+def _remake(gen: GeneratorVar) -> bool:
+    """Not started when the instruction that breaks the graph began, and run by it: made again
+    from its call after the graph (torch.compile runs every generator ahead, when it can)."""
+    return gen.status == "created" and gen.stale
+
+
 def parts(var: Var) -> list[Var]:
     """The values rebuilding ``var`` refers to (OutputBuilder.share)."""
     left = _items_left(var)
     if left is not None:
         return left
-    if isinstance(var, GeneratorVar) and var.status == "created":
+    if isinstance(var, GeneratorVar) and _remake(var):
         return [var.fn, *var.args, *var.kwargs.values()]
     return []
 
 
 def rebuild_expr(out: Any, var: Var) -> str:
-    """The iterator after the graph: a list iterator over the items left, a new generator from
-    the same call, or a finished generator."""
+    """The iterator after the graph: a list iterator over the items left, a generator made again
+    from the same call, or a finished generator."""
     left = _items_left(var)
     if left is not None:
         return f"iter([{', '.join(out.expr(v) for v in left)}])"
-    if isinstance(var, GeneratorVar) and var.status == "created":
+    if isinstance(var, GeneratorVar) and _remake(var):
         args = [out.expr(a) for a in var.args] + [f"{k}={out.expr(v)}" for k, v in var.kwargs.items()]
         return f"{out.expr(var.fn)}({', '.join(args)})"
     return f"{out.consts.name(exhausted, 'gen')}()"
@@ -395,15 +403,18 @@ ITERATOR_KINDS = (IteratorVar, GeneratorVar, LazyIterVar)
 
 
 # -- when the compiled function returns -----------------------------------------------------------
-def _in_try(gen: GeneratorVar) -> bool:
-    """Suspended inside a try block of its own (or delegating to a generator that is): closing it
-    runs code. 3.12's handler around every generator body (PEP 479) does not count."""
+def _closing_runs_code(gen: GeneratorVar) -> bool:
+    """Suspended inside a try block of its own, or delegating to a generator that is or to an
+    iterator with a ``close`` method. 3.12's handler around every generator body (PEP 479) does
+    not count."""
     child = gen.frame
     entry = handler_for(child.code, child.suspended_at.offset)
     if entry is not None and child.instrs[child.index_of[entry.target]].opname != "CALL_INTRINSIC_1":
         return True
     delegate = _delegate(gen)
-    return isinstance(delegate, GeneratorVar) and delegate.status == "suspended" and _in_try(delegate)
+    if isinstance(delegate, GeneratorVar):
+        return delegate.status == "suspended" and _closing_runs_code(delegate)
+    return delegate is not None and _has_method(delegate, "close")
 
 
 def _children(var: Var) -> list[Var] | None:
@@ -454,7 +465,7 @@ def _reached(roots: list[Var]) -> set[int] | None:
 def close_abandoned(frame: "Frame", roots: list[Var]) -> None:
     """At the return of the compiled function ``frame``: close the generators it made that are
     suspended inside a try block and that ``roots`` (what it returns and stores) do not reach."""
-    pending = [g for g in frame.state.generators if g.status == "suspended" and not g.stale and _in_try(g)]
+    pending = [g for g in frame.state.generators if g.status == "suspended" and not g.stale and _closing_runs_code(g)]
     if not pending:
         return
     reached = _reached(roots)
