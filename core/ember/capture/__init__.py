@@ -54,7 +54,7 @@ from . import contexts, dispatch_modes, global_state
 # the modules that register their values' behaviour in the dispatch tables and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
 from . import (  # noqa: F401
-    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, generators, hops, inline,
+    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, generator_outputs, generators, hops, inline,
     itertools_calls, lazy_iterators, objects, real_values, supers, symbolic, tensors, torch_helpers, transforms,
     user_objects,
 )
@@ -67,7 +67,7 @@ from .resume import ARG_KINDS, CELL, OPAQUE
 from .sources import Constants, DictEntrySource, LocalSource, Source
 from .state import CaptureState
 from .symbolic import has_symbolic
-from .values import CellVar, ConstVar
+from .values import CellVar, ConstVar, Var
 
 
 @dataclasses.dataclass
@@ -149,7 +149,7 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     reason: Unsupported | None = None
     try:
         result = frame.run()
-        generators.close_abandoned(frame, [result, *state.side_effects.values()])
+        generator_outputs.close_abandoned(frame, [result, *state.side_effects.values()])
         shared = builder.share([result, *state.side_effects.values()])
         body = [*shared, f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder)]
         makes, fills = builder.cell_lines()
@@ -173,6 +173,9 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         index = frame.snapshot.instr.index
         next_offset = frame.instrs[index + 1].offset if index + 1 < len(frame.instrs) else -1
         try:
+            snap = frame.snapshot
+            kept = [*snap.stack, *snap.locals.values(), *state.side_effects.values(), *frame.cells.values()]
+            generator_outputs.close_abandoned(frame, [v for v in kept if isinstance(v, Var)])
             plan = plan_break(frame, builder, next_offset, "___callee")
         except Unsupported as inner:
             exc.no_break_reason = str(inner)

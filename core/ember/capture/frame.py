@@ -136,9 +136,10 @@ class Frame:
             self.jump(entry.target)
         elif not self.is_root:
             raise raised
-        else:  # Python raises it for real when it runs the function (as with torch.compile: no graph)
+        else:  # Python raises it for real when it runs the function
             error = Unsupported(f"{raised.describe()} raised in captured code and not caught there")
-            error.skip_frame = f"{raised.describe()} leaves the compiled function: it runs in Python"
+            if isinstance(raised.value.value, StopIteration):  # an iterator run out: no graph, as torch.compile
+                error.skip_frame = f"{raised.describe()} leaves the compiled function: it runs in Python"
             self.locate(error)
             raise error from None
 

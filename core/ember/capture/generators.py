@@ -11,17 +11,9 @@ delegates to first, as CPython does. An exception leaving the body ends the gene
 (``StopIteration`` becomes ``RuntimeError``, PEP 479). Each generator keeps the exception its
 body is handling apart from its caller's, as CPython does.
 
-After the graph (the value returned, or live at a graph break) a generator has the items it has
-left run ahead (``lazy_iterators.force``: no side effects allowed) and is handed back as an
-iterator over them, as torch.compile does; a finished one is an exhausted generator, and one that
-the instruction breaking the graph started is made again by calling its function. A graph
-break inside a generator's body, resumed by the outermost frame's own instruction, cannot be
-taken there: as torch.compile does, the function runs in Python.
-
-When the compiled function returns, a generator it made and leaves suspended inside a ``try``
-block (or in ``yield from`` an iterator with a ``close``), which nothing it returns or stores
-reaches, is closed then, as CPython's reference
-counting closes it (its ``finally`` and ``except GeneratorExit`` run).
+A graph break inside a generator's body, resumed by the outermost frame's own instruction,
+cannot be taken there: as torch.compile does, the function runs in Python. What becomes of a
+generator after the graph: ``generator_outputs.py``.
 """
 from __future__ import annotations
 
@@ -32,14 +24,9 @@ from ..errors import Unsupported
 from .compat import PY312
 from .constants import NotConstant, lift, python_value
 from .dispatch import call, handles_attr, handles_call, handles_iter, handles_next, handles_truth, load_attr, next_item
-from .exceptions import Raised, handler_for, raising, throw
+from .exceptions import Raised, raising, throw
 from .inline import run_child
-from .lazy_iterators import LazyIterVar, force
-from .symbolic import SymVar
-from .values import (
-    NULL, BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, GeneratorVar, Identity, IteratorVar,
-    ListVar, PartialVar, SetVar, Suspended, TensorVar, TupleVar, Var,
-)
+from .values import ConstVar, GeneratorVar, Suspended, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -115,7 +102,7 @@ def _push(value: Var) -> Prepare:
     return prepare
 
 
-def _delegate(gen: GeneratorVar) -> Var | None:
+def delegate_of(gen: GeneratorVar) -> Var | None:
     """The iterator a generator suspended in ``yield from`` delegates to, or None."""
     child = gen.frame
     at = child.suspended_at
@@ -166,7 +153,7 @@ def stop_iteration(frame: "Frame", var: Var) -> NoReturn:
     throw(StopIteration(value))
 
 
-def _has_method(var: Var, name: str) -> bool:
+def has_method(var: Var, name: str) -> bool:
     """An iterator built by the captured code (a Python class's) with the method ``name``; a real
     one (a constant) is never driven at capture time."""
     return not isinstance(var, ConstVar) and hasattr(var.python_type(), name)
@@ -182,13 +169,13 @@ def _throw_step(frame: "Frame", gen: GeneratorVar, exc: ConstVar) -> Var | None:
     if gen.status == "running":
         throw(ValueError("generator already executing"))
     prepare = _raise_at_yield(Raised(exc))
-    delegate = _delegate(gen)
+    delegate = delegate_of(gen)
     if delegate is not None and isinstance(exc.value, GeneratorExit):
         try:
             _close_iterator(frame, delegate)
         except Raised as raised:
             prepare = _raise_at_yield(raised)
-    elif delegate is not None and (isinstance(delegate, GeneratorVar) or _has_method(delegate, "throw")):
+    elif delegate is not None and (isinstance(delegate, GeneratorVar) or has_method(delegate, "throw")):
         try:
             item, result = _throw_into(frame, delegate, exc)
         except Raised as raised:  # the delegate let it (or another) out: raised at our yield
@@ -217,7 +204,7 @@ def _close_iterator(frame: "Frame", var: Var) -> None:
     """Close what a ``yield from`` delegates to: a generator, or an iterator with a ``close``."""
     if isinstance(var, GeneratorVar):
         close(frame, var)
-    elif _has_method(var, "close"):
+    elif has_method(var, "close"):
         call(frame, load_attr(frame, var, "close"), [], {})
 
 
@@ -230,7 +217,7 @@ def close(frame: "Frame", gen: GeneratorVar) -> Var:
     if gen.status == "running":
         throw(ValueError("generator already executing"))
     pending = Raised(ConstVar(GeneratorExit()))
-    delegate = _delegate(gen)
+    delegate = delegate_of(gen)
     if delegate is not None:
         try:
             _close_iterator(frame, delegate)
@@ -312,7 +299,7 @@ def _attr(frame: "Frame", gen: GeneratorVar, name: str) -> Var:
     if name in _ATTRS:
         return ConstVar(_ATTRS[name](gen))
     if name == "gi_yieldfrom":
-        delegate = _delegate(gen) if gen.status == "suspended" else None
+        delegate = delegate_of(gen) if gen.status == "suspended" else None
         return ConstVar(None) if delegate is None else delegate
     if hasattr(types.GeneratorType, name):
         frame.fail(f"attribute {name!r} of a generator made in the captured code")
@@ -343,143 +330,4 @@ def _truth(frame: "Frame", var: Var) -> bool:
     return True
 
 
-# -- after the graph ----------------------------------------------------------------------------
-def exhausted() -> types.GeneratorType:
-    """A finished generator: what a generator the captured code ran to its end is rebuilt as."""
-    gen = (item for item in ())
-    for _ in gen:
-        pass
-    return gen
-
-
-def _items_left(var: Var) -> list[Var] | None:
-    """The items a suspended generator or a lazy iterator has left, run ahead once (None for a
-    generator made again from its call, or finished)."""
-    if isinstance(var, IteratorVar):
-        return var.items[var.index:]
-    if isinstance(var, GeneratorVar):
-        if var.forced is None and var.status in ("created", "suspended") and not _remake(var):
-            if var.stale:
-                raise Unsupported(f"{_name(var)} is suspended at a graph break and was run on by the instruction "
-                                  "that breaks: it cannot be rebuilt")
-            var.forced = force(var.frame, var, _name(var))
-        return var.forced
-    if isinstance(var, LazyIterVar):
-        if var.forced is None:
-            var.forced = force(var.frame, var, f"{var.kind}() over a generator")
-        return var.forced
-    return None
-
-
-def _remake(gen: GeneratorVar) -> bool:
-    """Not started when the instruction that breaks the graph began, and run by it: made again
-    from its call after the graph (torch.compile runs every generator ahead, when it can)."""
-    return gen.status == "created" and gen.stale
-
-
-def parts(var: Var) -> list[Var]:
-    """The values rebuilding ``var`` refers to (OutputBuilder.share)."""
-    left = _items_left(var)
-    if left is not None:
-        return left
-    if isinstance(var, GeneratorVar) and _remake(var):
-        return [var.fn, *var.args, *var.kwargs.values()]
-    return []
-
-
-def rebuild_expr(out: Any, var: Var) -> str:
-    """The iterator after the graph: a list iterator over the items left, a generator made again
-    from the same call, or a finished generator."""
-    left = _items_left(var)
-    if left is not None:
-        return f"iter([{', '.join(out.expr(v) for v in left)}])"
-    if isinstance(var, GeneratorVar) and _remake(var):
-        args = [out.expr(a) for a in var.args] + [f"{k}={out.expr(v)}" for k, v in var.kwargs.items()]
-        return f"{out.expr(var.fn)}({', '.join(args)})"
-    return f"{out.consts.name(exhausted, 'gen')}()"
-
-
-ITERATOR_KINDS = (IteratorVar, GeneratorVar, LazyIterVar)
-
-
-# -- when the compiled function returns -----------------------------------------------------------
-def _closing_runs_code(gen: GeneratorVar) -> bool:
-    """Suspended inside a try block of its own, or delegating to a generator that is or to an
-    iterator with a ``close`` method. 3.12's handler around every generator body (PEP 479) does
-    not count."""
-    child = gen.frame
-    entry = handler_for(child.code, child.suspended_at.offset)
-    if entry is not None and child.instrs[child.index_of[entry.target]].opname != "CALL_INTRINSIC_1":
-        return True
-    delegate = _delegate(gen)
-    if isinstance(delegate, GeneratorVar):
-        return delegate.status == "suspended" and _closing_runs_code(delegate)
-    return delegate is not None and _has_method(delegate, "close")
-
-
-def _children(var: Var) -> list[Var] | None:
-    """The values ``var`` holds, or None for a kind of value this cannot look into."""
-    if isinstance(var, (ConstVar, TensorVar, SymVar, GeneratorMethod)) or var is NULL:
-        return []
-    if isinstance(var, (TupleVar, ListVar, IteratorVar)):
-        return list(var.items)
-    if isinstance(var, DictVar):
-        return [*var.items.values(), *([var.default_factory] if var.default_factory is not None else [])]
-    if isinstance(var, SetVar):
-        return [k.var for k in var.items if isinstance(k, Identity)]
-    if isinstance(var, DictViewVar):
-        return [var.mapping]
-    if isinstance(var, CellVar):
-        return [] if var.contents is None else [var.contents]
-    if isinstance(var, FunctionVar):
-        return [*var.defaults, *var.kwdefaults.values(), *var.closure, *var.attrs.values(), *var.slots.values()]
-    if isinstance(var, BoundMethodVar):
-        return [var.func, var.self_var]
-    if isinstance(var, PartialVar):
-        return [var.func, *var.args, *var.kwargs.values()]
-    if isinstance(var, LazyIterVar):
-        return [*var.parts, *([var.fn] if var.fn is not None else [])]
-    if isinstance(var, GeneratorVar):
-        child = var.frame
-        cells = [c for c in child.cells.values() if isinstance(c, CellVar)]
-        return [*child.locals.values(), *child.stack, *cells, var.fn, *var.args, *var.kwargs.values()]
-    return None
-
-
-def _reached(roots: list[Var]) -> set[int] | None:
-    """ids of every value ``roots`` reach, or None when one cannot be looked into."""
-    seen: set[int] = set()
-    todo = list(roots)
-    while todo:
-        var = todo.pop()
-        if id(var) in seen:
-            continue
-        seen.add(id(var))
-        children = _children(var)
-        if children is None:
-            return None
-        todo.extend(children)
-    return seen
-
-
-def close_abandoned(frame: "Frame", roots: list[Var]) -> None:
-    """At the return of the compiled function ``frame``: close the generators it made that are
-    suspended inside a try block and that ``roots`` (what it returns and stores) do not reach."""
-    pending = [g for g in frame.state.generators if g.status == "suspended" and not g.stale and _closing_runs_code(g)]
-    if not pending:
-        return
-    reached = _reached(roots)
-    if reached is None:
-        frame.fail("a generator left suspended inside a try block, and a returned or stored value the capture "
-                   "cannot look into (does it hold the generator?)")
-    for gen in pending:
-        if id(gen) in reached or gen.status != "suspended":
-            continue
-        try:
-            close(frame, gen)
-        except Raised:  # CPython reports it ("Exception ignored in") and goes on
-            pass
-
-
-__all__ = ["ITERATOR_KINDS", "GeneratorMethod", "close", "close_abandoned", "exhausted", "parts", "rebuild_expr",
-           "stop_iteration"]
+__all__ = ["GeneratorMethod", "close", "delegate_of", "has_method", "stop_iteration"]

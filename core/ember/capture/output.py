@@ -15,7 +15,7 @@ import torch
 from ..errors import Unsupported
 from .collections_calls import DequeVar, rebuild_deque
 from .contexts import ModelledContext
-from .generators import ITERATOR_KINDS, parts as iterator_parts, rebuild_expr as rebuild_iterator
+from .generator_outputs import ITERATOR_KINDS, parts as iterator_parts, rebuild_expr as rebuild_iterator
 from .graph import GraphBuilder
 from .inlined_contexts import GeneratorContextVar, rebuild_expr as rebuild_context
 from .sources import Constants
