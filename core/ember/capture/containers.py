@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from . import set_keys
 from .collections_calls import COUNTER_READS, DequeVar, counter_method, deque_method, ordered_dict_method
 from .constants import NotConstant, lift, python_value
-from .dispatch import each_item, handles_attr, handles_call, handles_iter, handles_len, handles_next, handles_truth, iterate
+from .dispatch import (
+    each_item, handles_attr, handles_call, handles_iter, handles_len, handles_next, handles_truth, iterate,
+)
 from .exceptions import evaluate, throw
 from .objects import ShadowVar, mapping_items
 from .ops import mutable_dict, mutable_list, mutable_set

@@ -166,7 +166,7 @@ def truthy(frame: "Frame", var: Var) -> bool:
 
 __all__ = [
     "ATTRS", "CALLS", "ITERS", "LENS", "NEXTS", "STORES", "TRUTHS", "AttrHandler", "CallHandler", "IterHandler",
-    "LenHandler", "NextHandler", "StoreHandler", "Table", "TruthHandler", "call", "each_item", "handles_attr", "handles_call",
-    "handles_iter", "handles_len", "handles_next", "handles_store", "handles_truth", "is_lazy", "iterate", "length",
-    "load_attr", "next_item", "store_attr", "truthy",
+    "LenHandler", "NextHandler", "StoreHandler", "Table", "TruthHandler", "call", "each_item", "handles_attr",
+    "handles_call", "handles_iter", "handles_len", "handles_next", "handles_store", "handles_truth", "is_lazy",
+    "iterate", "length", "load_attr", "next_item", "store_attr", "truthy",
 ]

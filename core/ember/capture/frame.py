@@ -21,7 +21,6 @@ import torch
 from ..errors import Unsupported
 from . import exceptions, ops, set_keys
 from .builder import wrap
-from .constants import lift
 from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
 from .dispatch import call, load_attr, next_item, store_attr
 from .sources import AttrSource, ConstantSource, LocalSource, cell_source, constant_source, global_source
@@ -650,7 +649,7 @@ class Frame:
         if not isinstance(exc.value, StopIteration):
             raise exceptions.Raised(exc)
         self.popn(2)
-        self.push(lift(exc.value.value))
+        self.push(exceptions.stop_value(exc))
 
     def END_SEND(self, ins: Instr) -> None:  # 3.12
         del self.stack[-2]

@@ -9,8 +9,8 @@ over its items left.
 
 When the compiled function returns (or breaks the graph), a generator it made and leaves
 suspended inside a ``try`` block (or in ``yield from`` an iterator with a ``close``), which nothing
-it returns or stores (or keeps after the break) reaches, is closed then, as CPython's reference counting closes it (its ``finally`` and ``except
-GeneratorExit`` run).
+it returns or stores (or keeps after the break) reaches, is closed then, as CPython's reference
+counting closes it (its ``finally`` and ``except GeneratorExit`` run).
 """
 from __future__ import annotations
 

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from ..errors import Unsupported
 from .compat import PY312
-from .constants import NotConstant, lift, python_value
-from .dispatch import call, handles_attr, handles_call, handles_iter, handles_next, handles_truth, load_attr, next_item
-from .exceptions import Raised, raising, throw
+from .constants import NotConstant, python_value
+from .dispatch import (
+    ATTRS, call, handles_attr, handles_call, handles_iter, handles_next, handles_truth, load_attr, next_item,
+)
+from .exceptions import Raised, StopIterationVar, raising, stop_value, throw
 from .inline import run_child
-from .values import ConstVar, GeneratorVar, Suspended, Var
+from .values import ConstVar, GeneratorVar, Suspended, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -147,10 +149,18 @@ def stop_iteration(frame: "Frame", var: Var) -> NoReturn:
         throw(StopIteration())
     try:
         value = python_value(result)
-    except NotConstant:
-        frame.fail("StopIteration carrying a generator's return value that is not a constant")
-        raise AssertionError from None
+    except NotConstant:  # a tensor, an object the capture built: read back through the payload
+        raise Raised(StopIterationVar(StopIteration(None), payload=result)) from None
     throw(StopIteration(value))
+
+
+@handles_attr(StopIterationVar)
+def _stop_attr(frame: "Frame", exc: StopIterationVar, name: str) -> Var:
+    if name == "value":
+        return exc.payload
+    if name == "args":
+        return TupleVar([exc.payload])
+    return ATTRS.handlers[ConstVar](frame, exc, name)
 
 
 def has_method(var: Var, name: str) -> bool:
@@ -196,7 +206,7 @@ def _throw_into(frame: "Frame", delegate: Var, exc: ConstVar) -> tuple[Var | Non
         return call(frame, load_attr(frame, delegate, "throw"), [exc], {}), ConstVar(None)
     except Raised as raised:
         if isinstance(raised.value.value, StopIteration):
-            return None, lift(raised.value.value.value)
+            return None, stop_value(raised.value)
         raise
 
 

@@ -65,6 +65,19 @@ def _islice(frame: "Frame", args: list, kwargs: dict) -> Var:
     return lazy_iterators.make(frame, "islice", [args[0]], index=start, stop=bounds.stop, step=step)
 
 
+@handles(itertools.tee)
+def _tee(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """``tee(it, n)``: n iterators over the same items (over a lazy one, sharing what they read)."""
+    n = as_const(frame, args[1] if len(args) > 1 else kwargs.get("n", ConstVar(2)), "tee's count")
+    if not isinstance(n, int) or n < 0:
+        frame.fail("itertools.tee with a count that is not a natural number")
+    if not is_lazy(args[0]):
+        items = iterate(frame, args[0])
+        return TupleVar([IteratorVar(list(items)) for _ in range(n)])
+    source, buffer = args[0], []
+    return TupleVar([lazy_iterators.make(frame, "tee", [source], buffer=buffer) for _ in range(n)])
+
+
 @handles(itertools.chain.from_iterable)
 def _chain_from_iterable(frame: "Frame", args: list, kwargs: dict) -> Var:
     return IteratorVar([item for inner in iterate(frame, args[0]) for item in iterate(frame, inner)])

@@ -1,6 +1,6 @@
 """Iterators read one item at a time, as Python reads them.
 
-``zip``, ``enumerate``, ``map``, ``filter``, ``itertools.chain`` and ``itertools.islice`` over a
+``zip``, ``enumerate``, ``map``, ``filter``, ``itertools.chain``, ``islice`` and ``tee`` over a
 lazy iterator (a generator, ``itertools.count()``, or another of these) are a
 :class:`LazyIterVar`: each item is made when the consumer reads it, so an endless generator zipped
 with a ``range`` stops where Python stops, and a generator's body runs (and raises) where Python
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class LazyIterVar(Var):
-    """A ``kind`` ("zip", "enumerate", "map", "filter", "chain", "islice") of iterator over
+    """A ``kind`` ("zip", "enumerate", "map", "filter", "chain", "islice", "tee") of iterator over
     ``parts`` (iterators; chain's are its iterables, made iterators as it reaches them)."""
 
     lazy = True
@@ -130,13 +130,27 @@ def _islice(frame: "Frame", it: LazyIterVar) -> Var | None:
     return item
 
 
+def _tee(frame: "Frame", it: LazyIterVar) -> Var | None:
+    """One of ``itertools.tee``'s iterators: the items its siblings read already, then new ones
+    (kept in the buffer they share)."""
+    state, buffer = it.state, it.state["buffer"]
+    if state["index"] == len(buffer):
+        item = next_item(frame, it.parts[0])
+        if item is None:
+            return None
+        buffer.append(item)
+    state["index"] += 1
+    return buffer[state["index"] - 1]
+
+
 _STEPS: dict[str, Callable[["Frame", LazyIterVar], Var | None]] = {
     "zip": _zip, "enumerate": _enumerate, "map": _map, "filter": _filter, "chain": _chain, "islice": _islice,
+    "tee": _tee,
 }
 
 
 _TYPES = {"zip": zip, "enumerate": enumerate, "map": map, "filter": filter, "chain": itertools.chain,
-          "islice": itertools.islice}
+          "islice": itertools.islice, "tee": type(itertools.tee(())[0])}
 
 
 @handles_next(LazyIterVar)

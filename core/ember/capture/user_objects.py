@@ -24,7 +24,7 @@ from .constants import as_const, lift
 from .dispatch import (
     call, each_item, handles_attr, handles_iter, handles_len, handles_next, handles_store, handles_truth, iterate,
 )
-from .exceptions import Raised, throw
+from .exceptions import Raised, stop_value, throw
 from .inline import call_dunder, class_member, inline_call
 from .side_effects import DELETED
 from .values import ConstVar, Var
@@ -165,7 +165,7 @@ def _next(frame: "Frame", var: UserObjectVar, sent: Var | None) -> Var | None:
             item = call(frame, load_attr(frame, var, "send"), [sent], {})
     except Raised as raised:
         if isinstance(raised.value.value, StopIteration):
-            var.result = lift(raised.value.value.value)
+            var.result = stop_value(raised.value)
             return None
         raise
     if item is None:
