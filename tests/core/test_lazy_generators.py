@@ -277,3 +277,28 @@ def test_generator_dropped_before_a_graph_break_is_closed():
     torch.testing.assert_close(out[0], expected[0])
     assert out[1] == expected[1] == [2]
     assert counting.count == torch_compile_graph_count(dropped_then_break, t)
+
+
+class CountDown:
+    """An iterator class written in Python: read one item at a time, its own __iter__."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.n == 0:
+            raise StopIteration
+        self.n -= 1
+        return self.n
+
+
+def python_iterator_class(t):
+    return [t * v for v in CountDown(3)], list(zip(CountDown(5), (t + i for i in range(2))))
+
+
+def test_iterator_class_written_in_python():
+    t = torch.randn(3)
+    assert_captured_like_torch(python_iterator_class, lambda: (t,), backends=("eager",))

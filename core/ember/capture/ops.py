@@ -402,6 +402,9 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
 
 def get_iter(frame: "Frame", var: Var) -> Var:
     """``iter(var)``: an iterator is itself; anything else is read now into an IteratorVar."""
+    if isinstance(var, UserObjectVar) and var.lazy:  # a Python iterator class: its __iter__ says
+        made = call_dunder(frame, var, "__iter__", [])
+        return var if made is None or made is var else get_iter(frame, made)
     if isinstance(var, IteratorVar) or is_lazy(var):
         return var
     return IteratorVar(iterate(frame, var))
