@@ -218,44 +218,6 @@ EXPECTED: dict[str, str] = {
         'test_sets::to_frozenset_frozenset_subclass',
         'test_sets::union_frozenset_subclass',
     ], 'fullgraph: call to test_sets_behaviours.FrozenSub is not supported (not a torch op, not Python code to inline)'),
-    # 16
-    **dict.fromkeys([
-        'test_generator::close_after_first_next',
-        'test_generator::close_before_start_and_after_next',
-        'test_generator::close_caught_by_subgenerator',
-        'test_generator::close_caught_generator_exit_once',
-        'test_generator::close_handler_and_finally_both_run',
-        'test_generator::close_handler_raising_AttributeError',
-        'test_generator::close_handler_raising_RuntimeError',
-        'test_generator::close_inside_yield_from_skips_later_finally',
-        'test_generator::close_returns_value_of_generatorexit_handler',
-        'test_generator::close_runs_finally_reading_updated_state',
-        'test_generator::close_runs_subgenerator_finally',
-        'test_generator::close_stops_yield_from_subgenerator',
-        'test_generator::close_with_reraised_generatorexit',
-        'test_generator::error_raised_during_close',
-        'test_generator::generator_exit_skips_except_exception',
-        'test_generator::second_close_is_a_no_op',
-    ], "fullgraph: attribute 'close' of a IteratorVar is not supported"),
-    # 16
-    **dict.fromkeys([
-        'test_generator::finally_bare_return_gives_empty_stopiteration',
-        'test_generator::finally_return_object_wins',
-        'test_generator::finally_return_value_wins',
-        'test_generator::throw_caught_by_subgenerator',
-        'test_generator::throw_caught_inside_generator',
-        'test_generator::throw_caught_then_yield',
-        'test_generator::throw_ending_generator_raises_bare_stopiteration',
-        'test_generator::throw_generator_exit_closes_subgenerator',
-        'test_generator::throw_into_unstarted_generator_propagates',
-        'test_generator::throw_picks_matching_handler',
-        'test_generator::throw_stopiteration_into_delegating_generator',
-        'test_generator::throw_stopiteration_subclass_into_delegating_generator',
-        'test_generator::throw_through_nested_try_finally',
-        'test_generator::throw_through_subgenerator_runs_its_finally',
-        'test_generator::throw_through_two_levels_of_yield_from',
-        'test_generator::yield_from_value_after_throw',
-    ], "fullgraph: attribute 'throw' of a IteratorVar is not supported"),
     # 14
     **dict.fromkeys([
         'test_functions::numpy_array_attributes',
@@ -298,16 +260,6 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part2::operator_truediv_ndarray_tensor',
         '_test_misc_part2::operator_truediv_tensor_ndarray',
     ], 'graphs: ember 0, torch.compile 1 (break: a ndarray cannot be baked into a graph as a constant)'),
-    # 7
-    **dict.fromkeys([
-        'test_generator::return_exhausted_generator',
-        'test_generator::return_started_generator',
-        'test_generator::return_started_yield_from_generator',
-        'test_generator::return_two_generators',
-        'test_generator::return_unstarted_generator',
-        'test_generator::return_zip_over_generator',
-        'test_generator::return_zip_over_yield_from_generator',
-    ], 'fullgraph: returning a IteratorVar from compiled code is not supported yet'),
     # 6
     **dict.fromkeys([
         'test_functions::global_defaultdict_closure_factory',
@@ -350,14 +302,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::instance_dunder_dict_multiple_mutations',
         'test_dicts::instance_dunder_dict_values_includes_mutations',
     ], 'fullgraph: reading __dict__ of a Attrs with stores not yet replayed'),
-    # 5
-    **dict.fromkeys([
-        'test_ctx_manager::grad_context_made_before_break',
-        'test_ctx_manager::grad_context_on_stack_during_break',
-        'test_functions::partials_live_across_a_break',
-        'test_generator::break_between_two_nexts',
-        'test_generator::live_generator_across_a_break',
-    ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 4
     **dict.fromkeys([
         'test_dicts::cmp_eq_key_raises_dict',
@@ -429,12 +373,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: assignment to attribute '__context__' of a ConstVar"),
     # 3
     **dict.fromkeys([
-        'test_generator::send_reaches_subgenerator',
-        'test_generator::send_value_received_by_yield',
-        'test_generator::throw_into_started_generator_caught_outside',
-    ], "fullgraph: attribute 'send' of a IteratorVar is not supported"),
-    # 3
-    **dict.fromkeys([
         'test_list::contains_list',
         'test_list::contains_tuple',
         'test_sets::contains_set',
@@ -483,6 +421,12 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to numpy.dtype is not supported (not a torch op, not Python code to inline)'),
     # 3
     **dict.fromkeys([
+        'test_ctx_manager::disable_saved_tensors_hooks_decorator',
+        'test_ctx_manager::disable_saved_tensors_hooks_inside_disabled',
+        'test_ctx_manager::nested_disable_saved_tensors_hooks',
+    ], 'fullgraph: calling a UserObjectVar is not supported'),
+    # 3
+    **dict.fromkeys([
         'test_list::remove_list_method',
         'test_list::remove_matches_identity_before_richcompare_list_method',
         'test_list::remove_uses_item_richcompare_list_method',
@@ -501,28 +445,22 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: returning a ContainerMethod from compiled code is not supported yet'),
     # 3
     **dict.fromkeys([
-        'test_ctx_manager::disable_saved_tensors_hooks_decorator',
-        'test_ctx_manager::disable_saved_tensors_hooks_inside_disabled',
-        'test_ctx_manager::nested_disable_saved_tensors_hooks',
-    ], 'fullgraph: torch._C._autograd.pybind11_detail_function_record_v1_system_libstdcpp_gxx_abi_1xxx_use_cxx11_abi_1._saved_tensors_hooks_get_disabled_error_message may chang...'),
-    # 3
-    **dict.fromkeys([
         'test_ctx_manager::grad_context_returned_through_break',
         'test_functions::partial_of_local_lambda_across_break',
         'test_functions::partials_mixed_kinds_across_break',
     ], 'graphs: ember 0, torch.compile 1 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 3
     **dict.fromkeys([
-        'test_generator::return_generator_after_its_dict_write',
-        'test_generator::return_generator_after_its_object_mutation',
-        'test_generator::return_partly_consumed_generator',
-    ], 'graphs: ember 0, torch.compile 1 (runs eagerly: returning a IteratorVar from compiled code is not supported yet (no graph break possible: cannot break at a RETURN_VALUE in...)'),
-    # 3
-    **dict.fromkeys([
         '_test_misc_part2::ndarray_live_across_a_break',
         '_test_misc_part2::ones_like_of_ndarrays_across_break',
         '_test_misc_part2::two_ndarrays_across_a_break',
     ], "graphs: ember 0, torch.compile 2 (break: Tensor.numpy() needs the tensor's data (graph break))"),
+    # 3
+    **dict.fromkeys([
+        'test_ctx_manager::grad_context_made_before_break',
+        'test_ctx_manager::grad_context_on_stack_during_break',
+        'test_functions::partials_live_across_a_break',
+    ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 3
     **dict.fromkeys([
         'test_ctx_manager::class_manager_breaking_in_enter',
@@ -541,16 +479,6 @@ EXPECTED: dict[str, str] = {
         'test_ctx_manager::inlined_no_grad_function_with_break',
         'test_ctx_manager::nested_grad_modes_with_breaks',
     ], 'graphs: ember 3, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
-    # 2
-    **dict.fromkeys([
-        'test_generator::close_forwarded_to_iterator_close_method',
-        'test_generator::throw_forwarded_to_iterator_throw_method',
-    ], 'RecursionError: maximum recursion depth exceeded'),
-    # 2
-    **dict.fromkeys([
-        'test_generator::generator_raising_stopiteration_first',
-        'test_generator::inner_next_stopiteration_becomes_runtime_error',
-    ], 'fullgraph: StopIteration() raised inside generator gen(), which the capture runs before Python would'),
     # 2
     **dict.fromkeys([
         'test_functions::defaultdict_made_inside_updates',
@@ -678,21 +606,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: expected a mapping, got a ListVar'),
     # 2
     **dict.fromkeys([
-        'test_generator::for_loop_over_infinite_generator_with_break',
-        'test_generator::next_of_infinite_generator',
-    ], 'fullgraph: generator _count_up() yields more than 1000 items before its consumer stops it (an endless generator is run to completion by the capture)'),
-    # 2
-    **dict.fromkeys([
-        'test_generator::list_of_zip_over_infinite_generator',
-        'test_generator::zip_range_with_infinite_tensor_generator',
-    ], 'fullgraph: generator _tensors_forever() yields more than 1000 items before its consumer stops it (an endless generator is run to completion by the capture)'),
-    # 2
-    **dict.fromkeys([
-        'test_generator::throw_caught_repeatedly_in_loop',
-        'test_generator::uncaught_throw_ends_generator',
-    ], 'fullgraph: generator f() yields more than 1000 items before its consumer stops it (an endless generator is run to completion by the capture)'),
-    # 2
-    **dict.fromkeys([
         'test_list::index_miss_message_deque_nonconst',
         'test_list::index_miss_message_list_nonconst',
     ], 'fullgraph: list.index over tensors'),
@@ -726,11 +639,6 @@ EXPECTED: dict[str, str] = {
         '_test_misc_part2::numpy_force_false',
         '_test_misc_part2::numpy_force_true_on_requires_grad',
     ], "graphs: ember 0, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
-    # 2
-    **dict.fromkeys([
-        'test_generator::break_between_nexts_of_breaking_generator',
-        'test_generator::generator_with_break_consumed_by_next',
-    ], 'graphs: ember 1, torch.compile 0 (runs eagerly: _ints_with_break is a generator or coroutine function)'),
     # 2
     **dict.fromkeys([
         '_test_misc_part2::numpy_int_argument_modulo',
@@ -775,10 +683,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: DictProbe object has no attribute 'w'"),
     # 1
     **dict.fromkeys([
-        'test_generator::stopiteration_in_generator_becomes_runtime_error',
-    ], "fullgraph: StopIteration('done') raised inside generator gen(), which the capture runs before Python would"),
-    # 1
-    **dict.fromkeys([
         '_test_misc_part1::explicit_dunder_iter_of_tensor',
     ], "fullgraph: Tensor.__iter__() needs the tensor's data (graph break)"),
     # 1
@@ -795,28 +699,8 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: Tensor.untyped_storage is not supported in captured code'),
     # 1
     **dict.fromkeys([
-        'test_generator::send_value_into_generator',
-    ], 'fullgraph: TypeError("unsupported operand type(s) for *: \'NoneType\' and \'int\'") raised inside generator _doubler(), which the capture runs before Python would'),
-    # 1
-    **dict.fromkeys([
-        'test_generator::send_forwarded_through_yield_from',
-    ], 'fullgraph: TypeError("unsupported operand type(s) for +: \'NoneType\' and \'int\'") raised inside generator _echo_sub(), which the capture runs before Python would'),
-    # 1
-    **dict.fromkeys([
-        'test_generator::coroutine_accumulates_sent_values',
-    ], 'fullgraph: TypeError("unsupported operand type(s) for +: \'int\' and \'NoneType\'") raised inside generator co(), which the capture runs before Python would'),
-    # 1
-    **dict.fromkeys([
-        'test_generator::close_after_generator_raised',
-    ], "fullgraph: ValueError('nope') raised inside generator _raises_first(), which the capture runs before Python would"),
-    # 1
-    **dict.fromkeys([
         'test_dicts::write_through_module_instance_dict',
     ], "fullgraph: WritesDict object has no attribute 'w'"),
-    # 1
-    **dict.fromkeys([
-        'test_generator::exception_in_generator_ends_it',
-    ], "fullgraph: ZeroDivisionError('integer division or modulo by zero') raised inside generator g(), which the capture runs before Python would"),
     # 1
     **dict.fromkeys([
         'test_functions::constant_is__tensor',
@@ -961,10 +845,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::getset_descriptor_get',
     ], 'fullgraph: call to getset_descriptor.__get__ is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_generator::long_tee_buffer',
-    ], 'fullgraph: call to itertools.tee is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         'test_dicts::mapping_proxy_argument_follows_its_dict',
@@ -1155,10 +1035,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: ember internal error at CALL: ValueError: tuple.index(x): x not in tuple'),
     # 1
     **dict.fromkeys([
-        'test_generator::yields_as_subscript_targets',
-    ], 'fullgraph: ember internal error at STORE_SUBSCR: TypeError: list indices must be integers or slices, not NoneType'),
-    # 1
-    **dict.fromkeys([
         'test_dicts::dict_update_from_object_with_keys_and_getitem',
     ], 'fullgraph: expected a mapping, got a UserObjectVar'),
     # 1
@@ -1189,10 +1065,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_functions::frozenset_has_no_update',
     ], "fullgraph: frozenset object has no attribute 'update'"),
-    # 1
-    **dict.fromkeys([
-        'test_generator::zip_range_with_infinite_constant_generator',
-    ], 'fullgraph: generator _same_forever() yields more than 1000 items before its consumer stops it (an endless generator is run to completion by the capture)'),
     # 1
     **dict.fromkeys([
         'test_functions::hasattr_on_dict_and_tensor',
@@ -1487,24 +1359,8 @@ EXPECTED: dict[str, str] = {
     ], "wrong: out[1][0]: 'dict' != 'OrderedDict'"),
     # 1
     **dict.fromkeys([
-        'test_generator::deque_extendleft_with_generator',
-    ], 'wrong: out[1][0]: 5 != 6'),
-    # 1
-    **dict.fromkeys([
-        'test_generator::list_extend_with_generator_reading_the_list',
-    ], 'wrong: out[1][2]: 2 != 0'),
-    # 1
-    **dict.fromkeys([
         'test_list::clear_list_method',
     ], "wrong: out[1][3]: 'ok' != 'TypeError'"),
-    # 1
-    **dict.fromkeys([
-        'test_generator::membership_runs_generator_side_effects',
-    ], 'wrong: out[2]: 2 != 1'),
-    # 1
-    **dict.fromkeys([
-        'test_generator::membership_consumes_generator',
-    ], 'wrong: out[2]: False != True'),
     # 1
     **dict.fromkeys([
         'test_exceptions::reraise_outer_exception_reorders_chain',

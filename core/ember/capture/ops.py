@@ -18,7 +18,7 @@ import torch
 from ..errors import Unsupported
 from . import environ, objects, optimizers, set_keys, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
-from .dispatch import call, iterate, truthy
+from .dispatch import call, each_item, is_lazy, iterate, truthy
 from .exceptions import evaluate, throw
 from .instances import pin
 from .inline import call_dunder
@@ -206,12 +206,23 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         return evaluate(operator.contains, container.items, set_keys.key(frame, item))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
         frame.fail("`in` test involving a tensor depends on tensor data")
+    if not (is_lazy(container) or isinstance(container, IteratorVar)):
+        try:
+            return python_value(item) in python_value(container)
+        except NotConstant:
+            pass
+    # an iterator is read only up to the item found, as Python reads it
+    return any(_equal(frame, item, v) for v in each_item(frame, container))
+
+
+def _equal(frame: "Frame", item: Var, v: Var) -> bool:
+    """``v is item or v == item``, for ``in`` over the items of an iterable."""
+    if is_same(frame, item, v):
+        return True
     try:
-        return python_value(item) in python_value(container)
+        return python_value(item) == python_value(v)
     except NotConstant:
-        pass
-    items = iterate(frame, container)
-    return any(is_same(frame, item, v) for v in items)
+        return False
 
 
 def make_slice(frame: "Frame", start: Var, stop: Var, step: Var) -> Var:
@@ -389,8 +400,12 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
     raise AssertionError
 
 
-def get_iter(frame: "Frame", var: Var) -> IteratorVar:
-    if isinstance(var, IteratorVar):
+def get_iter(frame: "Frame", var: Var) -> Var:
+    """``iter(var)``: an iterator is itself; anything else is read now into an IteratorVar."""
+    if isinstance(var, UserObjectVar) and var.lazy:  # a Python iterator class: its __iter__ says
+        made = call_dunder(frame, var, "__iter__", [])
+        return var if made is None or made is var else get_iter(frame, made)
+    if isinstance(var, IteratorVar) or is_lazy(var):
         return var
     return IteratorVar(iterate(frame, var))
 
