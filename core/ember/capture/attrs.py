@@ -18,6 +18,7 @@ import torch
 
 from .builder import wrap
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
+from .container_dunders import DUNDERS
 from .containers import ContainerMethod
 from .dispatch import handles_attr, handles_store, load_attr
 from .instances import by_type, pin
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 
 @handles_attr(ConstVar)
 def _const_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
-    if type(obj.value) in (set, frozenset) and hasattr(obj.value, name) and not name.startswith("__"):
+    if type(obj.value) in (set, frozenset) and hasattr(obj.value, name) and (not name.startswith("__")
+                                                                           or name in DUNDERS):
         return ContainerMethod(obj, name)
     return _object_attr(frame, obj, name)
 

@@ -21,10 +21,11 @@ from .sources import Constants
 from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
 from .unbacked import is_unbacked
+from .user_containers import parts as user_container_parts, rebuild_expr as rebuild_user_container
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import (
     BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, ListVar, SetVar, TensorVar,
-    TupleVar, Var,
+    TupleVar, UserDictVar, UserSetVar, Var,
 )
 
 _LITERALS = (bool, int, str, type(None), bytes)
@@ -65,6 +66,8 @@ class OutputBuilder:
                     return
                 if isinstance(var, ShadowVar):  # a dataclass built by the capture: its arguments, its log
                     items = visit_parts(var)
+                elif isinstance(var, (UserDictVar, UserSetVar)):  # its items and its attributes
+                    items = user_container_parts(var)
                 elif isinstance(var, SetVar):  # Python values, and tensors or objects by identity
                     items = [k.var for k in var.items if isinstance(k, Identity)]
                 elif isinstance(var, GeneratorContextVar):  # one context, made once from its arguments
@@ -130,6 +133,8 @@ class OutputBuilder:
                      "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in var.kwdefaults.items()) + "}",
                      "(" + "".join(f"{self.expr(c)}, " for c in var.closure) + ")"]
             return f"{self.consts.name(make_function, 'mkfn')}({', '.join(parts)})"
+        if isinstance(var, (UserDictVar, UserSetVar)):  # an instance of a dict or set subclass
+            return rebuild_user_container(self, var)
         if isinstance(var, SetVar):  # a new set on every call, as in Python
             body = "{" + ", ".join(self.key(k) for k in var.items) + "}" if var.items else "set()"
             return body if var.set_type is set else f"frozenset({body})"

@@ -5,6 +5,7 @@
   functions, classes, dtypes...). Operations on constants are evaluated for real.
 - :class:`TupleVar`, :class:`ListVar`, :class:`DictVar`: containers that may hold tensors.
 - :class:`SetVar`: a set made inside the captured code (its elements are Python values).
+- :class:`UserDictVar`, :class:`UserSetVar`: an instance of a Python subclass of dict or set.
 - :class:`DictViewVar`: ``d.keys()``, ``d.values()``, ``d.items()``: live, read from ``d`` at each use.
 - :class:`EnvironVar`: ``os.environ``, whose reads are guarded one by one (``environ.py``).
 - :class:`FunctionVar`: a function created inside the captured code (``MAKE_FUNCTION``).
@@ -120,6 +121,40 @@ class SetVar(Var):
 
     def python_type(self) -> type:
         return self.set_type
+
+
+@dataclasses.dataclass(eq=False)
+class UserDictVar(DictVar):
+    """An instance of a Python subclass of dict, OrderedDict or defaultdict (``dict_type``): the
+    builtin dict's items plus the instance's attributes (``attrs``). ``real`` is the object an
+    input was read from (its attributes not yet read are read from it); None for one made by the
+    captured code. Its class's Python methods are inlined, the rest are dict's
+    (``user_containers``)."""
+
+    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)  # Vars, or side_effects.DELETED
+    real: Any = None
+
+    def save(self) -> tuple:
+        """What the capture's undo log keeps (see CaptureState.remember)."""
+        return self.items.copy(), self.attrs.copy()
+
+    def restore(self, saved: tuple) -> None:
+        self.items, self.attrs = saved[0].copy(), saved[1].copy()
+
+
+@dataclasses.dataclass(eq=False)
+class UserSetVar(SetVar):
+    """An instance of a Python subclass of set or frozenset (``set_type``), as :class:`UserDictVar`."""
+
+    source: Source | None = None
+    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    real: Any = None
+
+    def save(self) -> tuple:
+        return self.items.copy(), self.attrs.copy()
+
+    def restore(self, saved: tuple) -> None:
+        self.items, self.attrs = saved[0].copy(), saved[1].copy()
 
 
 @dataclasses.dataclass(eq=False)
