@@ -27,7 +27,8 @@ from .torch_ops import BINARY_OPS
 from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
-    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar,
+    UserDictVar, UserSetVar, Var,
 )
 
 if TYPE_CHECKING:
@@ -375,7 +376,7 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
 
     if isinstance(obj, PartialVar):  # a partial's attributes are its type's and func/args/keywords
         return ConstVar(hasattr(_A_PARTIAL, name))
-    if isinstance(obj, (UserObjectVar, ShadowVar)):  # a property or __getattr__ may raise
+    if isinstance(obj, (UserObjectVar, ShadowVar, UserDictVar, UserSetVar)):  # a property or __getattr__ may raise
         try:
             load_attr(frame, obj, name)
             return ConstVar(True)

@@ -57,6 +57,8 @@ def python_value(var: Var, specialize: bool = True) -> Any:
     if isinstance(var, (UserDictVar, UserSetVar)):  # its class's Python code must not run for real
         raise NotConstant("an instance of a subclass of a builtin container")
     if isinstance(var, DictVar):
+        if any(isinstance(k, Identity) for k in var.items):
+            raise NotConstant("a dict keyed by tensors or objects")
         items = {k: python_value(v, specialize) for k, v in var.items.items()}
         if var.dict_type is dict:
             return items
@@ -68,7 +70,8 @@ def python_value(var: Var, specialize: bool = True) -> Any:
         if any(isinstance(i, Identity) for i in var.items):
             raise NotConstant("a set holding tensors")
         return var.set_type(var.items)
-    if isinstance(var, DictViewVar) and isinstance(var.mapping, DictVar):  # a view of a copy, read now
+    if isinstance(var, DictViewVar) and isinstance(var.mapping, DictVar) \
+            and not any(isinstance(k, Identity) for k in var.mapping.items):  # a view of a copy, read now
         if var.kind == "keys":  # the keys alone, whatever the values are
             return dict.fromkeys(var.mapping.items).keys()
         return getattr({k: python_value(v, specialize) for k, v in var.mapping.items.items()}, var.kind)()

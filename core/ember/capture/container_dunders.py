@@ -260,11 +260,11 @@ def python_value_or_key(frame: "Frame", var: Var) -> Any:
 def _iter(frame: "Frame", var: Var, args: list[Var]) -> Var:
     if is_set_like(var):
         return IteratorVar([set_keys.element(k) for k in set_keys.keys_of(frame, var)])
-    return IteratorVar([lift(k) for k, _ in dict_items(frame, var)])
+    return IteratorVar([set_keys.element(k) for k, _ in dict_items(frame, var)])
 
 
 def _reversed(frame: "Frame", var: Var, args: list[Var]) -> Var:
-    return IteratorVar([lift(k) for k, _ in reversed(dict_items(frame, var))])
+    return IteratorVar([set_keys.element(k) for k, _ in reversed(dict_items(frame, var))])
 
 
 def _len(frame: "Frame", var: Var, args: list[Var]) -> Var:

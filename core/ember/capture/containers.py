@@ -70,7 +70,7 @@ def _iterate_sequence(frame: "Frame", var: TupleVar | ListVar) -> list[Var]:
 
 @handles_iter(DictVar)
 def _iterate_dict(frame: "Frame", var: DictVar) -> list[Var]:
-    return [ConstVar(k) for k in var.items]
+    return [set_keys.key_var(k) for k in var.items]
 
 
 @handles_iter(SetVar)
@@ -101,10 +101,10 @@ def view_pairs(frame: "Frame", view: DictViewVar) -> list[tuple[Any, Var]]:
 def _iterate_view(frame: "Frame", view: DictViewVar) -> list[Var]:
     pairs = view_pairs(frame, view)
     if view.kind == "keys":
-        return [lift(k) for k, _ in pairs]
+        return [set_keys.element(k) for k, _ in pairs]
     if view.kind == "values":
         return [v for _, v in pairs]
-    return [TupleVar([lift(k), v]) for k, v in pairs]
+    return [TupleVar([set_keys.element(k), v]) for k, v in pairs]
 
 
 @handles_len(DictViewVar)

@@ -208,6 +208,8 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         return truthy(frame, hooked)
     if isinstance(container, DictVar):
         return set_keys.dict_key(frame, item) in container.items
+    if isinstance(container, DictViewVar) and container.kind == "keys" and isinstance(container.mapping, DictVar):
+        return set_keys.dict_key(frame, item) in container.mapping.items
     if isinstance(container, DictViewVar) and container.kind == "keys":  # the dict's keys now
         return set_keys.dict_key(frame, item) in {python_value(k) for k in iterate(frame, container)}
     if isinstance(container, ShadowVar):

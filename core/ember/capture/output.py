@@ -75,7 +75,8 @@ class OutputBuilder:
                 elif isinstance(var, FunctionVar):  # its cells are filled after (cell_lines)
                     items = [*var.defaults, *var.kwdefaults.values()]
                 else:
-                    items = var.items if isinstance(var, ListVar) else list(var.items.values())
+                    items = var.items if isinstance(var, ListVar) else [  # values, and keys held by identity
+                        *(k.var for k in var.items if isinstance(k, Identity)), *var.items.values()]
                 for item in items:
                     visit(item)
                 order.append(var)  # after its items: they are bound first

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .constants import NotConstant, as_const, lift, python_value
 from .exceptions import evaluate, throw
-from .values import ConstVar, DictVar, Identity, ListVar, SetVar, TensorVar, Var
+from .values import ConstVar, DictVar, Identity, ListVar, SetVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -46,10 +46,22 @@ def key(frame: "Frame", var: Var) -> Any:
 
 
 def dict_key(frame: "Frame", var: Var) -> Any:
-    """A dict key: a Python value (an unhashable one raises Python's TypeError in the captured code)."""
-    value = as_const(frame, var, "a dict key")
+    """A dict key: a Python value (an unhashable one raises Python's TypeError in the captured code),
+    or a tensor or object hashed by identity, as :func:`key`; a tuple holding one breaks the graph."""
+    if isinstance(var, TupleVar):
+        value = as_const(frame, var, "a dict key")
+    else:
+        value = key(frame, var)
     evaluate(hash, value)
+    if isinstance(value, Identity) and value not in frame.state.dict_identities:
+        frame.state.dict_identities[value] = None
+        keep_distinct(frame, frame.state.dict_identities)
     return value
+
+
+def key_var(item: Any) -> Var:
+    """The Var a dict key stands for (a constant, or what an identity key was made from)."""
+    return item.var if isinstance(item, Identity) else ConstVar(item)
 
 
 def lookup(frame: "Frame", var: Var) -> Any:
@@ -101,4 +113,4 @@ def make(frame: "Frame", items: Any, set_type: type = set) -> Var:
     return ConstVar(frozenset(items) if set_type is frozenset else set_type(items))
 
 
-__all__ = ["Identity", "dict_key", "element", "has_identities", "keep_distinct", "key", "keys_of", "lookup", "make"]
+__all__ = ["Identity", "dict_key", "key_var", "element", "has_identities", "keep_distinct", "key", "keys_of", "lookup", "make"]

@@ -155,6 +155,8 @@ def load_attr(frame: "Frame", var: UserContainer, name: str) -> Var:
     fallback = python_method(cls, "__getattr__")
     if fallback is not None:
         return call(frame, ConstVar(fallback), [var, ConstVar(name)], {})
+    if var.real is not None and frame.state.side_effects.lookup_attr(var.real, name) is None:
+        frame.state.guards.lacks(var.source, name)  # another object passed in may have it
     throw(AttributeError(f"{cls.__name__!r} object has no attribute {name!r}"))
     raise AssertionError
 
@@ -214,7 +216,7 @@ def _iterate(frame: "Frame", var: UserContainer) -> list[Var]:
         return iterate(frame, result)
     if isinstance(var, SetVar):
         return [set_keys.element(k) for k in var.items]
-    return [lift(k) for k in var.items]
+    return [set_keys.key_var(k) for k in var.items]
 
 
 @handles_len(UserDictVar, UserSetVar)
@@ -295,7 +297,7 @@ def parts(var: UserContainer) -> list[Var]:
     if isinstance(var, UserSetVar):
         items = [k.var for k in var.items if isinstance(k, set_keys.Identity)]
     else:
-        items = list(var.items.values())
+        items = [*(k.var for k in var.items if isinstance(k, set_keys.Identity)), *var.items.values()]
     extra = [var.default_factory] if isinstance(var, UserDictVar) and var.default_factory is not None else []
     return [*items, *extra, *(v for v in var.attrs.values() if v is not DELETED)]
 
