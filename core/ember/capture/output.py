@@ -24,8 +24,8 @@ from .unbacked import is_unbacked
 from .user_containers import parts as user_container_parts, rebuild_expr as rebuild_user_container
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import (
-    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, ListVar, SetVar, TensorVar,
-    TupleVar, UserDictVar, UserSetVar, Var,
+    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, InstanceDictVar, ListVar, SetVar,
+    TensorVar, TupleVar, UserDictVar, UserSetVar, Var,
 )
 
 _LITERALS = (bool, int, str, type(None), bytes)
@@ -58,6 +58,8 @@ class OutputBuilder:
                     visit(item)
             elif isinstance(var, DictViewVar):
                 visit(var.mapping)
+            elif isinstance(var, InstanceDictVar):  # the __dict__ of the rebuilt object
+                visit(var.owner)
             elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
                 visit(var.root)
             elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar, GeneratorContextVar)):
@@ -134,6 +136,8 @@ class OutputBuilder:
                      "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in var.kwdefaults.items()) + "}",
                      "(" + "".join(f"{self.expr(c)}, " for c in var.closure) + ")"]
             return f"{self.consts.name(make_function, 'mkfn')}({', '.join(parts)})"
+        if isinstance(var, InstanceDictVar):
+            return f"{self.expr(var.owner)}.__dict__"
         if isinstance(var, (UserDictVar, UserSetVar)):  # an instance of a dict or set subclass
             return rebuild_user_container(self, var)
         if isinstance(var, SetVar):  # a new set on every call, as in Python

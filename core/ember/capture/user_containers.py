@@ -38,7 +38,8 @@ from .functions import class_function
 from .inline import call_dunder, class_member, inline_call
 from .side_effects import DELETED
 from .sources import AttrSource
-from .values import ConstVar, DictVar, SetVar, UserDictVar, UserSetVar, Var
+from .ops import mutable_dict
+from .values import ConstVar, DictVar, InstanceDictVar, SetVar, UserDictVar, UserSetVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -129,7 +130,7 @@ def load_attr(frame: "Frame", var: UserContainer, name: str) -> Var:
     if name == "__class__":
         return ConstVar(cls)
     if name == "__dict__":
-        frame.fail(f"reading __dict__ of a {cls.__name__} (a {base_of(cls).__name__} subclass)")
+        return _instance_dict(frame, var, create=True)
     written = python_attr(cls, name)
     if isinstance(written, property) or _is_data_descriptor(written):
         return class_member(frame, var, cls, name, written) or frame.fail(f"descriptor {name!r} of {cls.__name__}")
@@ -165,17 +166,36 @@ def _is_data_descriptor(value: Any) -> bool:
     return value is not None and (hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
 
 
-def _own_attr(frame: "Frame", var: UserContainer, name: str) -> Var | None:
-    """An instance attribute: stored by the captured code, or (an input) read through its source."""
+def _instance_dict(frame: "Frame", var: UserContainer, create: bool) -> Var | None:
+    """``var.__dict__``: the table of its attributes (one made by the captured code), or (an input)
+    its real ``__dict__`` wrapped as a dict read from ``var.__dict__`` (its changes replayed), once
+    the code asked for it (``create``); None when it has not."""
     if var.real is None:
-        value = var.attrs.get(name)
-    else:
-        value = frame.state.side_effects.lookup_attr(var.real, name)
-        if value is None and name in getattr(var.real, "__dict__", {}):
-            return wrap(frame.state, var.real.__dict__[name], AttrSource(var.source, name), object_attr=True)
-    if value is DELETED:
+        return InstanceDictVar(var, "attrs")
+    real_dict = var.real.__dict__
+    seen = frame.state.containers.get(id(real_dict))
+    if seen is not None and seen[0] is real_dict:
+        return seen[1]
+    if not create:
         return None
-    return value
+    if any(key[0] == id(var.real) for key in frame.state.side_effects.attrs):
+        frame.fail(f"reading __dict__ of a {type(var.real).__name__} with stores not yet replayed")
+    table = wrap(frame.state, real_dict, AttrSource(var.source, "__dict__"))
+    if not isinstance(table, DictVar):
+        frame.fail(f"the __dict__ of a {type(var.real).__name__} has keys that are not strings")
+    return table
+
+
+def _own_attr(frame: "Frame", var: UserContainer, name: str) -> Var | None:
+    """An instance attribute: stored by the captured code, or (an input) read through its source
+    (through its ``__dict__`` once the code holds that)."""
+    table = _instance_dict(frame, var, create=False)
+    if table is not None:
+        return table.items.get(name)
+    value = frame.state.side_effects.lookup_attr(var.real, name)
+    if value is None and name in var.real.__dict__:
+        return wrap(frame.state, var.real.__dict__[name], AttrSource(var.source, name), object_attr=True)
+    return None if value is DELETED else value
 
 
 @handles_store(UserDictVar, UserSetVar)
@@ -201,11 +221,15 @@ def store_attr(frame: "Frame", var: UserContainer, name: str, value: Any, defaul
         throw(AttributeError(f"{cls.__name__!r} object attribute {name!r} is read-only"))
     if value is DELETED and _own_attr(frame, var, name) is None:
         throw(AttributeError(name))
-    if var.real is not None:
+    table = _instance_dict(frame, var, create=False)
+    if table is None:  # an input whose __dict__ the code has not read: replayed as attribute stores
         frame.state.side_effects.store_attr(var, var.real, name, value)
         return
-    frame.state.remember(var)
-    var.attrs[name] = value
+    items = mutable_dict(frame, table).items
+    if value is DELETED:
+        del items[name]
+    else:
+        items[name] = value
 
 
 # -- protocols -----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from .dispatch import call, handles_attr, handles_iter, handles_len, handles_sto
 from .exceptions import Raised, throw
 from .inline import call_dunder, class_member, inline_call
 from .side_effects import DELETED
-from .values import ConstVar, Var
+from .values import ConstVar, InstanceDictVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -102,7 +102,9 @@ def load_attr(frame: "Frame", obj: UserObjectVar, name: str) -> Var:
     if name == "__class__":
         return ConstVar(obj.cls)
     if name == "__dict__":
-        frame.fail(f"reading __dict__ of a {obj.cls.__name__} built in captured code")
+        if all("__slots__" in k.__dict__ for k in obj.cls.__mro__[:-1]):
+            throw(AttributeError(f"{obj.cls.__name__!r} object has no attribute '__dict__'"))
+        return InstanceDictVar(obj, "items")  # its attribute table itself
     static = inspect.getattr_static(obj.cls, name, _MISSING)
     if isinstance(static, property):  # data descriptors win over the instance dict
         return class_member(frame, obj, obj.cls, name, static) or frame.fail(f"property {name!r} with no getter")

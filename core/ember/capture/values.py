@@ -157,6 +157,27 @@ class UserSetVar(SetVar):
         self.items, self.attrs = saved[0].copy(), saved[1].copy()
 
 
+class InstanceDictVar(DictVar):
+    """``obj.__dict__`` of an object the capture built (a :class:`UserDictVar`, a plain object): a dict
+    whose items are the object's own attribute table (``owner.<table>``), so that stores through
+    either show in both, and the undo log restores them as one."""
+
+    def __init__(self, owner: Var, table: str) -> None:  # no dataclass fields: ``items`` is the owner's
+        self.owner = owner
+        self.table = table
+        self.source = None
+        self.dict_type = dict
+        self.default_factory = None
+
+    @property  # type: ignore[override]
+    def items(self) -> dict:
+        return getattr(self.owner, self.table)
+
+    @items.setter
+    def items(self, value: dict) -> None:
+        setattr(self.owner, self.table, value)
+
+
 @dataclasses.dataclass(eq=False)
 class DictViewVar(Var):
     """``mapping.keys()`` (``kind``, or ``values``/``items``): a view, so every use reads the
