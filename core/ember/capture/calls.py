@@ -270,7 +270,7 @@ def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: 
         call_args = tuple(python_value(a) for a in args[1:])
     except NotConstant:
         frame.fail(f"{descriptor.__qualname__} with tensor arguments")
-    result = descriptor(owner.value, *call_args)
+    result = evaluate(descriptor, owner.value, *call_args)  # what it raises (tuple.index's miss), as in Python
     if isinstance(result, _VIEWS):  # a live view: of a constant, its items now; of an input, its container
         if owner.source is None:
             return lift(list(result))

@@ -21,7 +21,7 @@ from .exceptions import Raised, evaluate, throw
 from .functions import class_function
 from .inline import inline_call
 from .ops import dict_getitem, dict_items, mutable_dict, mutable_set
-from .values import ConstVar, DictVar, DictViewVar, IteratorVar, SetVar, UserDictVar, UserSetVar, Var
+from .values import ConstVar, DictVar, DictViewVar, IteratorVar, ListVar, SetVar, TupleVar, UserDictVar, UserSetVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -302,6 +302,78 @@ def _init(frame: "Frame", var: Var, args: list[Var]) -> Var:
     return ConstVar(None)
 
 
+# -- lists and tuples ---------------------------------------------------------------------------
+def _sequence_base(var: Var) -> type:
+    return list if issubclass(container_type(var), list) else tuple
+
+
+def _same_kind(var: Var, other: Var) -> bool:
+    try:
+        other_type = type(other.value) if isinstance(other, ConstVar) else other.python_type()
+    except NotImplementedError:
+        return False
+    return issubclass(other_type, _sequence_base(var))
+
+
+def _sequence_compare(symbol: str) -> Dunder:
+    def method(frame: "Frame", var: Var, args: list[Var]) -> Var:
+        from .ops import compare
+
+        if not _same_kind(var, args[0]):
+            return NOT_IMPLEMENTED
+        return compare(frame, symbol, var, args[0])
+
+    return method
+
+
+def _sequence_binary(symbol: str) -> Dunder:
+    def method(frame: "Frame", var: Var, args: list[Var]) -> Var:
+        from .ops import binary
+
+        if symbol == "+" and not _same_kind(var, args[0]):
+            kind = _sequence_base(var).__name__
+            throw(TypeError(f'can only concatenate {kind} (not "{_type_name(args[0])}") to {kind}'))
+        return binary(frame, symbol, var, args[0])
+
+    return method
+
+
+def _type_name(var: Var) -> str:
+    try:
+        return (type(var.value) if isinstance(var, ConstVar) else var.python_type()).__name__
+    except NotImplementedError:
+        return type(var).__name__
+
+
+def _sequence_item(name: str) -> Dunder:
+    def method(frame: "Frame", var: Var, args: list[Var]) -> Var:
+        from .ops import contains, delitem, getitem, setitem
+
+        if name == "__getitem__":
+            return getitem(frame, var, args[0])
+        if name == "__contains__":
+            return ConstVar(contains(frame, var, args[0]))
+        if name == "__setitem__":
+            setitem(frame, var, args[0], args[1])
+        else:
+            delitem(frame, var, args[0])
+        return ConstVar(None)
+
+    return method
+
+
+_SEQUENCE_DUNDERS: dict[str, Dunder] = {
+    **{name: _sequence_compare(symbol) for symbol, name in (("==", "__eq__"), ("!=", "__ne__"), ("<", "__lt__"),
+                                                            ("<=", "__le__"), (">", "__gt__"), (">=", "__ge__"))},
+    "__add__": _sequence_binary("+"), "__mul__": _sequence_binary("*"), "__rmul__": _sequence_binary("*"),
+    "__iadd__": _sequence_binary("+="), "__imul__": _sequence_binary("*="),
+    **{name: _sequence_item(name) for name in ("__getitem__", "__contains__", "__setitem__", "__delitem__")},
+    "__iter__": lambda frame, var, args: IteratorVar(iterate(frame, var)),
+    "__reversed__": lambda frame, var, args: IteratorVar(list(reversed(iterate(frame, var)))),
+    "__len__": lambda frame, var, args: ConstVar(len(iterate(frame, var))),
+}
+
+
 _SET_DUNDERS: dict[str, Dunder] = {
     **{f"__{n}__": _set_binary(f"__{n}__") for n in ("or", "and", "sub", "xor", "ror", "rand", "rsub", "rxor")},
     **{f"__i{n}__": _set_inplace(f"__i{n}__") for n in ("or", "and", "sub", "xor")},
@@ -316,15 +388,20 @@ _COMMON: dict[str, Dunder] = {
     "__contains__": _contains, "__iter__": _iter, "__len__": _len, "__init__": _init,
 }
 #: the special methods modelled, per kind of container
-DUNDERS = frozenset({*_SET_DUNDERS, *_DICT_DUNDERS, *_COMMON})
+DUNDERS = frozenset({*_SET_DUNDERS, *_DICT_DUNDERS, *_COMMON, *_SEQUENCE_DUNDERS})
 
 
 def call_dunder_method(frame: "Frame", var: Var, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """The builtin container's special method ``name`` of ``var`` (a dict or set the capture holds)."""
     kind = container_type(var)
-    table = _SET_DUNDERS if is_set_like(var) else _DICT_DUNDERS
-    method = table.get(name) or _COMMON.get(name)
-    if name == "__init__":
+    if isinstance(var, (ListVar, TupleVar)):
+        if not issubclass(kind, (list, tuple)):  # a deque
+            frame.fail(f"{kind.__name__}.{name} is not supported")
+        table, common = _SEQUENCE_DUNDERS, {}
+    else:
+        table, common = (_SET_DUNDERS if is_set_like(var) else _DICT_DUNDERS), _COMMON
+    method = table.get(name) or common.get(name)
+    if name == "__init__" and common:
         builtin_init(frame, var, args, kwargs)
         return ConstVar(None)
     if method is None or not hasattr(kind, name):

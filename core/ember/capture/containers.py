@@ -46,7 +46,7 @@ def _container_attr(frame: "Frame", obj: Var, name: str) -> Var:
         return obj.default_factory
     if not hasattr(kind, name):
         throw(AttributeError(f"{kind.__name__!r} object has no attribute {name!r}"))
-    if name.startswith("__") and not (isinstance(obj, (DictVar, SetVar)) and name in DUNDERS):
+    if name.startswith("__") and not (isinstance(obj, (DictVar, SetVar, ListVar, TupleVar)) and name in DUNDERS):
         frame.fail(f"attribute {name} of a container")
     if name == "fromkeys":  # a class method: bound to the class
         return ConstVar(getattr(kind, name))
@@ -130,13 +130,16 @@ def _container_truth(frame: "Frame", var: Var) -> bool:
 @handles_call(ContainerMethod)
 def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     obj, name = fn.container, fn.name
-    if name.startswith("__") and name in DUNDERS and (isinstance(obj, (DictVar, SetVar)) or is_set_like(obj)):
+    if name.startswith("__") and name in DUNDERS and (isinstance(obj, (DictVar, SetVar, ListVar, TupleVar))
+                                                      or is_set_like(obj)):
         return call_dunder_method(frame, obj, name, args, kwargs)
     if isinstance(obj, DequeVar):
         result = deque_method(frame, obj, name, args)
         if result is not None:
             return result
     if isinstance(obj, ListVar):
+        if kwargs:
+            frame.fail(f"list.{name} with keyword arguments")
         return _list_method(frame, obj, name, args)
     if isinstance(obj, DictVar):
         return _dict_method(frame, obj, name, args, kwargs)
@@ -154,12 +157,27 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
     raise AssertionError
 
 
+#: how many positional arguments a list method takes (at least, at most)
+_LIST_ARITY = {"append": (1, 1), "extend": (1, 1), "insert": (2, 2), "pop": (0, 1), "reverse": (0, 0),
+               "clear": (0, 0), "copy": (0, 0), "count": (1, 1), "index": (1, 3)}
+
+
 def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Var:
+    low, high = _LIST_ARITY.get(name, (0, len(args)))
+    if not low <= len(args) <= high:
+        throw(TypeError(f"list.{name}() takes {low if low == high else f'{low} to {high}'} arguments "
+                        f"({len(args)} given)"))
     if name in ("index", "count", "copy", "__len__"):
+        if name == "copy" and isinstance(obj, DequeVar):
+            made = DequeVar(list(obj.items))
+            made.maxlen = obj.maxlen
+            return made
         if name == "copy":
             return ListVar(list(obj.items))
         try:
             values = [python_value(v) for v in obj.items]
+            if isinstance(obj, DequeVar):  # its own messages (``'z' is not in deque``)
+                values = collections.deque(values)
             return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
         except NotConstant:
             frame.fail(f"list.{name} over tensors")

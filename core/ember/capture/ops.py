@@ -20,7 +20,7 @@ from . import environ, objects, optimizers, set_keys, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .container_types import python_method
 from .dispatch import call, iterate, load_attr, operator_hook, truthy
-from .exceptions import evaluate, throw
+from .exceptions import Raised, evaluate, throw
 from .instances import pin
 from .inline import call_dunder
 from .objects import ShadowVar
@@ -354,7 +354,15 @@ def setitem(frame: "Frame", obj: Var, index: Var, value: Var) -> None:
         return
     if isinstance(obj, ListVar):
         key = as_const(frame, index, "a list index")
-        mutable_list(frame, obj).items[key] = value if not isinstance(key, slice) else iterate(frame, value)
+        if isinstance(key, slice):
+            try:
+                value = iterate(frame, value)
+            except Raised as raised:
+                if not isinstance(raised.value.value, TypeError):
+                    raise
+                throw(TypeError("can only assign an iterable" if key.step in (None, 1) else
+                                "must assign iterable to extended slice"))
+        evaluate(operator.setitem, mutable_list(frame, obj).items, key, value)
         return
     if isinstance(obj, DictVar):
         mutable_dict(frame, obj).items[set_keys.dict_key(frame, index)] = value
@@ -369,7 +377,7 @@ def delitem(frame: "Frame", obj: Var, index: Var) -> None:
     if operator_hook(frame, "del []", [obj, index]) is not None:
         return
     if isinstance(obj, ListVar):
-        del mutable_list(frame, obj).items[as_const(frame, index, "a list index")]
+        evaluate(operator.delitem, mutable_list(frame, obj).items, as_const(frame, index, "a list index"))
     elif isinstance(obj, DictVar):
         evaluate(operator.delitem, mutable_dict(frame, obj).items, set_keys.dict_key(frame, index))
     elif isinstance(obj, ShadowVar):
