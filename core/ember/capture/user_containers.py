@@ -153,7 +153,7 @@ def load_attr(frame: "Frame", var: UserContainer, name: str) -> Var:
         return ContainerMethod(var, name)
     if builtin is not _MISSING and not hasattr(type(builtin), "__get__"):
         return lift(builtin)  # __doc__, __hash__ = None...
-    fallback = python_method(cls, "__getattr__")
+    fallback = python_attr(cls, "__getattr__")  # a Python function, or ``__getattr__ = dict.__getitem__``
     if fallback is not None:
         return call(frame, ConstVar(fallback), [var, ConstVar(name)], {})
     if var.real is not None and frame.state.side_effects.lookup_attr(var.real, name) is None:
