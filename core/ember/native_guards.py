@@ -2,15 +2,15 @@
 ``SourceWalk`` (source_walk.cpp), one extension module.
 
 A guard checks the type, dtype, device, shape, strides and requires_grad of every tensor it
-reads: in Python about 0.5 us a tensor, which is most of the guard of a model with hundreds of
-parameters (densenet121 has 607 tensors). ``TensorMatch`` does those checks for all the tensors
-of a guard in one call, about 10 ns a tensor. ``SourceWalk`` does the reads before them (a
+reads: in Python that is most of the guard of a model with hundreds of parameters (densenet121
+has 607 tensors). ``TensorMatch`` does those checks for all the tensors of a guard in one call,
+far cheaper a tensor (``benchmarks/guard_walk.py`` times the guard each way). ``SourceWalk`` does the reads before them (a
 module's ``._modules['layer1']``, its parameters, its attributes) and the simple checks on what
 they read (types, constants, dict keys, lengths, identity), in the order the Python guard would.
 
 The extension is compiled against the installed torch with the system C++ compiler, in a
-detached background process started the first time a guard is compiled on the machine (about
-15 s), and stored in ``$EMBER_NATIVE_DIR`` (default ``$EMBER_CACHE_DIR/native``) under a key of
+detached background process started the first time a guard is compiled on the machine (a run
+of the C++ compiler, seconds), and stored in ``$EMBER_NATIVE_DIR`` (default ``$EMBER_CACHE_DIR/native``) under a key of
 its sources, the compiler, torch and Python. Until it is there, guards check tensors in Python,
 as they do when it cannot be built (the reason is logged once) or when
 ``ember.config.native_guards`` is False. Both kinds of check accept exactly the same calls

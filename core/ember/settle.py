@@ -3,8 +3,8 @@
 A compiled graph is reached through several callables, each with a job on the first calls: the
 first-call check (``first_call``), the inductor's choice between compiled and eager by timing,
 the wait for kernels still building. Once that job is done some of them only forward each call,
-unchanged, to one target; each such frame still cost a Python call on every call (0.3 to 1.8 us
-each on the project's CPU, where a tiny MLP's whole compiled call took 16 us; 9 us without them).
+unchanged, to one target; each such frame still costs a Python call on every call, a large share
+of a small graph's whole compiled call (``benchmarks/overhead.py`` measures it).
 
 The protocol: whoever holds a callable ``fn`` (the runner of a guard entry, ember_aot's dispatch)
 calls ``settle(fn, setter)``. If ``fn`` takes part (it has a ``settle`` method), it calls

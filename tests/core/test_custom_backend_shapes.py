@@ -1,6 +1,6 @@
 """A plain callable backend on calls whose sizes change (issue 49 item 6): torch.compile hands it a
 specialised graph, then one symbolic graph; ember does the same for a callable that declares
-``dynamic = True``, and compiles any other once per shape (README, "Shapes": ember cannot tell
+``dynamic = True``, and compiles any other once per shape (docs/design/shapes.md: ember cannot tell
 whether such a backend's output is specialised to the example's sizes)."""
 from __future__ import annotations
 

@@ -178,7 +178,7 @@ def min_cut_partition(
     num_fwd_outputs: int,
 ) -> Partition:
     """Save the fewest bytes between forward and backward; recompute cheap ops in the backward."""
-    import networkx as nx  # here: importing it takes about 0.6 s, which a plan from the disk cache skips
+    import networkx as nx  # here: its import is slow, and a plan from the disk cache skips it
 
     parts = JointParts.of(joint, num_fwd_outputs)
     dep = parts.tangent_dependent

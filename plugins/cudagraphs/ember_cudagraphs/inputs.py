@@ -15,7 +15,7 @@ import torch
 
 #: CUDA builds of torch: ``(tensors, ptrs, indices) -> bool``, whether ``tensors[i].data_ptr() ==
 #: ptrs[i]`` for every ``i`` in ``indices``, in one C++ loop (densenet121 reads 607 parameters and
-#: buffers in place: 15 us here against about 90 in Python).
+#: buffers in place, several times faster here than a Python loop).
 _PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
 
 

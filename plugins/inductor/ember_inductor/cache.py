@@ -25,8 +25,8 @@ log = logging.getLogger("ember.inductor")
 CXX = os.environ.get("CXX", "g++")
 # -mprefer-vector-width=512: where the target has AVX-512, loops use all of it. gcc's tuning for
 # recent Intel cores otherwise vectorizes at 256 bits, and each libm call (``cpp_math``: one
-# 16-lane libmvec variant per function) then computes 8 lanes twice: sin(x) + cos(x) on 2^22
-# floats took 2.8 ms against 1.4 (2 threads, Xeon with AVX-512). No effect on other targets.
+# 16-lane libmvec variant per function) then computes 8 lanes twice: sin(x) + cos(x) took
+# twice as long (the suite's ``sincos`` row, ``benchmarks/run.py``). No effect on other targets.
 CFLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
           "-shared", "-fPIC", "-std=c++17", "-w"]
 LIBS = ["-lmvec", "-lm"]

@@ -33,7 +33,7 @@ from .index_functions import FloorDiv, ModularIndexing, is_nonneg, terms, upper_
 Expr = sympy.Expr
 S = sympy.S
 
-#: Units of work one expression may take to simplify: about 1.5 s of sympy at most. The indices
+#: Units of work one expression may take to simplify: a bound on the sympy time it may cost. The indices
 #: of a small ShuffleNet and of BERT take up to 50; the kernel of twenty stacked channel
 #: shuffles (each ``.contiguous()`` a copy, so the views do not compose) 250.
 SIMPLIFY_BUDGET = 20000

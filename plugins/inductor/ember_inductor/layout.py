@@ -1,8 +1,8 @@
 """Channels-last layout for graphs of 2-D convolutions on GPUs.
 
 cuDNN runs 2-D convolutions on NHWC (channels-last) data. Given NCHW tensors it transposes the
-input to NHWC and the result back for every call: on the H100, densenet121 (batch 16, 128x128,
-fp32) spends 0.3 ms of its 1.9 ms per call in those transposes. This pass gives every such
+input to NHWC and the result back for every call: on an H100, densenet121 (batch 16, 128x128,
+fp32) spent about a sixth of its call in those transposes (``benchmarks/profile_gpu.py``). This pass gives every such
 convolution a channels-last input instead; the convolution then returns channels-last, the
 pointwise kernels and pooling after it keep that layout, and so does the next convolution's
 input. A graph input in NCHW is converted once, where it first feeds a convolution.
@@ -18,7 +18,7 @@ its joint pass): the convolutions' backward (``convolution_backward``) gets chan
 gradients and inputs too, the activations saved for it are channels-last in both halves, and
 only the joint graph's outputs are converted back (the weights' gradients, which cuDNN returns
 channels-last: eager's autograd would copy them into the weights' layout the same way). On the
-H200 a resnet18 training step spent 484 of its 2002 us of GPU time in cuDNN's transposes.
+H200 a resnet18 training step spent about a quarter of its GPU time in cuDNN's transposes.
 """
 from __future__ import annotations
 
@@ -37,13 +37,14 @@ aten = torch.ops.aten
 #: a convolution's input.
 CONVOLUTIONS = {aten.convolution.default: (0,)}
 #: In a training step (forward and backward in one graph) also the weights, which aten would
-#: convert inside each convolution for a channels-last input with a slower copy (H200, resnet18
-#: training step: 1887 -> 1852 us of GPU time), and the backward's gradient, input and weight.
+#: convert inside each convolution for a channels-last input with a slower copy (measured on a
+#: resnet18 training step, ``benchmarks/profile_gpu.py``), and the backward's gradient, input and
+#: weight.
 TRAINING = {aten.convolution.default: (0, 1), aten.convolution_backward.default: (0, 1, 2)}
 #: ember_aot's ``partition.SAVE`` (a test keeps them equal): a joint graph's node its partitioner
-#: saves for the backward rather than recomputing there. Set on the weights' conversions (H200,
-#: resnet18 training step: the backward converted 18 weights again, 53 us of GPU time; saving
-#: them costs one channels-last copy of the weights); an activation's conversion is left to the
+#: saves for the backward rather than recomputing there. Set on the weights' conversions (in a
+#: resnet18 training step the backward converted 18 weights again, 18 more kernels; saving them
+#: costs one channels-last copy of the weights); an activation's conversion is left to the
 #: min-cut, which may convert a saved NCHW input again rather than hold a second copy.
 SAVE = "ember_aot_save"
 #: The dtypes cuDNN runs channels-last (it runs float64 convolutions NCHW).

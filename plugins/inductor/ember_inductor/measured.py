@@ -5,9 +5,9 @@ products (aten calls either way) gains little and can lose what its decompositio
 graph falls back to eager. The first call runs the compiled graph (it waits for the kernels'
 build) and the second the eager graph, untimed; the next ``TRIALS`` pairs alternate and are
 timed; the one with the smaller median time then runs every later call (``FasterOf.choice``): the
-median is what a later call costs, and the suite reports it. The best time can disagree: a
-1024x1024 softmax on this project's 2-core host on 2026-12-01 took 0.377 ms compiled at best
-against eager's 0.405, and 0.580 against 0.547 in the median of 200 alternating calls. The
+median is what a later call costs, and the suite reports it. The best time can disagree: on
+this project's 2-core host, a 1024x1024 softmax's compiled best call was faster than eager's and
+its median slower, over 200 alternating calls (``benchmarks/run.py``'s ``softmax`` row). The
 choice is logged on ``ember.inductor`` at INFO.
 
 Always compiled, never timed: calls that need grad (a training step's time is mostly in its
@@ -29,8 +29,8 @@ from ember.settle import Settling, Setter
 log = logging.getLogger("ember.inductor")
 
 #: timed calls of each candidate before choosing. The first calls after a compile run cold (a
-#: 1024x1024 softmax: 1.18 ms compiled against 0.29 warm): with three each, eight fresh compiles
-#: of it chose eager three times by the best time, where compiled was 10% faster; with seven,
+#: 1024x1024 softmax: several times its warm time): with three each, eight fresh compiles of it
+#: chose eager three times by the best time, where compiled was faster; with seven,
 #: compiled every time. The median of seven leaves out the cold calls as well.
 TRIALS = 7
 

@@ -51,7 +51,7 @@ def supported_dtypes() -> frozenset[torch.dtype]:
 
 @functools.lru_cache(maxsize=4)
 def registry(opset_version: int = 18) -> _registration.ONNXRegistry:
-    """The aten -> torch_lib function registry for ``opset_version`` (built once, ~0.5 s)."""
+    """The aten -> torch_lib function registry for ``opset_version`` (built once: it is slow to build)."""
     reg_log = logging.getLogger(_registration.__name__)
     level = reg_log.level
     reg_log.setLevel(logging.ERROR)  # silence "torchvision is not installed" notes

@@ -387,7 +387,7 @@ class CppKernel:
             return self.cse(text)
         # the same for the whole row: computed once before the row's loops (gcc moves no division
         # out of a loop, as it might trap, and x86 divides no vector of int64: the `x0 % s0` of a
-        # causal softmax over a symbolic length ran per element, 10x slower)
+        # causal softmax over a symbolic length ran per element, many times slower)
         inner, self.scope = self.scope, self.scope.parent
         try:
             return self.cse(text)
@@ -539,11 +539,11 @@ class CppKernel:
 
         With one accumulator gcc keeps one vector of partial sums: each add waits for the one
         before (4 cycles), and the 16 lanes are then added one after the other. A 1024-float row
-        of a layer norm's two sums took about 640 cycles so, more than its loads (its kernel:
-        0.227 -> 0.214 ms on 2 threads of this Xeon, aten's 0.222). Measured and left out: a
-        loop that computes a transcendental function (there the function is the bound: softmax's
-        exp-and-sum loop went 0.308 -> 0.330 ms), and max / min, which gcc then kept on the stack
-        between iterations (softmax's max loop: 0.304 -> 0.319 ms)."""
+        of a layer norm's two sums took more cycles so than its loads (the kernel got faster with
+        partial sums, on the suite's ``layernorm`` row, ``benchmarks/run.py``). Measured and left
+        out, as both got slower: a loop that computes a transcendental function (there the
+        function is the bound: softmax's exp-and-sum loop), and max / min, which gcc then kept on
+        the stack between iterations (softmax's max loop)."""
         if not (size.is_Integer and int(size) >= 2 * LANES and int(size) % LANES == 0):
             return None
         if any(EXPENSIVE.search(line) for line in body):
@@ -626,8 +626,8 @@ class CppKernel:
         of its asks for the next row, so the hardware prefetcher waits with it. Prefetched at
         the start of each row, the next row arrives while this one is computed: 1024x1024 float
         rows on 2 threads of this Xeon, a C loop over 8 inputs in turn (so that each comes from
-        memory), softmax 0.325 -> 0.293 ms, layer norm 0.195 -> 0.183; with the input already in
-        the cache (one tensor timed over and over) they are level. A prefetch past the last row
+        memory): softmax and layer norm got faster; with the input already in the cache (one
+        tensor timed over and over) they are level. A prefetch past the last row
         is harmless (it never faults); rows longer than ``PREFETCH_MAX_ROW`` are not."""
         if not self.xv or len(self.rv) != 1:
             return []

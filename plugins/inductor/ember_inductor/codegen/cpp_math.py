@@ -40,7 +40,7 @@ CALLERS = {"sigmoid": "exp", "remainder": "fmod"}  # prelude functions calling o
 # The canonical width: libmvec's AVX-512 variants ('e': 16 floats, 8 doubles) where the target
 # has AVX-512, its AVX2 ones ('d') otherwise; a scalar or a narrower vector is widened to it by
 # repeating its lanes, and its first lanes taken back. gcc's vector types have the ABI of the
-# __m128/__m256/__m512 ones (immintrin.h would cost 0.8 s a build).
+# __m128/__m256/__m512 ones (immintrin.h would add much to every build's time).
 _WIDTHS = r"""
 typedef float em_f4 __attribute__((vector_size(16)));
 typedef float em_f8 __attribute__((vector_size(32)));
@@ -155,7 +155,7 @@ def used_in(code: str) -> set[str]:
 
 def source(used: set[str]) -> str:
     """The C++ text: the ``e_`` templates and the ``em_`` functions they call, defined for the
-    functions ``used`` only (each costs the compiler about 50 ms), declared for all."""
+    functions ``used`` only (each adds to the compiler's time), declared for all."""
     def lines(make: Callable[[str, int], list[str]], names: Iterable[str]) -> list[str]:
         return [line for name in names for line in make(name, FUNCTIONS[name])]
 

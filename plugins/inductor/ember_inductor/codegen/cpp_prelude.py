@@ -107,14 +107,14 @@ template <typename T, typename U> static inline T e_pick(bool c, T a, T b) {
 }
 // torch.where of floating values, by bits: gcc turns ``c ? x : f(y)`` with a libm function f
 // into a branch around the call, and vectorizes no loop with a branch around a call: softplus
-// (where(x > 20, x, log1p(exp(x)))) of 2^22 floats ran scalar, 72 ms against eager's 6.
+// (where(x > 20, x, log1p(exp(x)))) ran scalar, an order of magnitude behind eager.
 template <typename A, typename B> static inline auto e_where(bool c, A a, B b) {
   using T = std::common_type_t<A, B>;
   if constexpr (std::is_same_v<T, float>) return e_pick<float, uint32_t>(c, a, b);
   else if constexpr (std::is_same_v<T, double>) return e_pick<double, uint64_t>(c, a, b);
   else return c ? T(a) : T(b);
 }
-// float exp, inline so that gcc vectorizes it with the loop (1.5x the throughput of libmvec's
+// float exp, inline so that gcc vectorizes it with the loop (more throughput than libmvec's
 // call on the project's CPU, at most 1.03 ulp from the exact value against libmvec's 3):
 // x = n ln2 + r with |r| <= ln2 / 2, exp(r) by Cephes' degree-6 polynomial, times 2^n as two
 // factors, so that denormal results (n down to -150) come out right. Below -104 the result is
@@ -128,8 +128,8 @@ static inline float e_expf(float x) {
   const float k = e_fma(xc, 1.44269504088896341f, 12582912.0f);  // 1.5 * 2^23 + n
   const float n = k - 12582912.0f;
   const float r = e_fma(n, 2.12194440e-4f, e_fma(n, -0.693359375f, xc));
-  // the polynomial by Estrin's scheme: 4 dependent steps instead of Horner's 8 (four chained
-  // sigmoids over 2^22 floats, a C loop on 2 threads: 7.9 -> 7.2 ms), as accurate (on every
+  // the polynomial by Estrin's scheme: 4 dependent steps instead of Horner's 8 (faster on
+  // chained sigmoids: the suite's pointwise chain, benchmarks/run.py), as accurate (on every
   // float in [-104, 88.75]: at most 1.028 ulp from the exact value, Horner's 1.023)
   const float r2 = r * r;
   const float a = e_fma(1.9875691500e-4f, r, 1.3981999507e-3f);

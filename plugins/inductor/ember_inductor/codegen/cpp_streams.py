@@ -5,13 +5,13 @@ A pointwise body whose expensive functions feed each other (``sigmoid(sigmoid(x)
 dependent vector operations per vector of elements. The core's out-of-order window holds the
 operations of about two such vectors at once, so most cycles wait on a result. Written as
 ``STREAMS`` copies of the body over ``STREAMS`` parts of the range, statement by statement
-interleaved, the copies are independent in program order and fill the cycles: four chained
-sigmoids on 2^22 floats, 2 threads of the project's Xeon, a C loop: 11.2 -> 5.6 ms (2 copies:
-8.3, 8 copies: 6.0); ``tanh(tanh(tanh(x) * 2) * 2)`` 5.95 -> 3.37, ``sigmoid(sigmoid(x))``
-4.50 -> 3.17, ``exp(exp(x))`` 2.78 -> 2.10. A body of independent expensive functions is bound
-by their throughput instead, and more live values only spill: issue 26's
-``(sin(x) * 2 + cos(x)).relu() * sigmoid(x) - 1`` went 2.06 -> 2.79 ms with 4 copies, so such a
-body (a chain of one expensive function) keeps one. Each element is computed by the same
+interleaved, the copies are independent in program order and fill the cycles: measured in a C
+loop on the project's Xeon, four copies did best on four chained sigmoids (better than 2 or 8),
+and ``tanh(tanh(tanh(x) * 2) * 2)``, ``sigmoid(sigmoid(x))`` and ``exp(exp(x))`` all gained (the
+suite's ``pointwise chain`` row, ``benchmarks/run.py``). A body of independent expensive
+functions is bound by their throughput instead, and more live values only spill: issue 26's
+``(sin(x) * 2 + cos(x)).relu() * sigmoid(x) - 1`` got slower with 4 copies, so such a body (a
+chain of one expensive function) keeps one. Each element is computed by the same
 expression as before: the bits are the same.
 """
 from __future__ import annotations

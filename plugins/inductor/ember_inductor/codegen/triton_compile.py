@@ -1,14 +1,14 @@
 """Compiling generated Triton kernels: here, or in parallel in worker processes.
 
 Compiling a Triton kernel is mostly Python and MLIR work under the GIL: two threads compile a
-ResNet-18's kernels only 1.4x faster than one. ``precompile`` hands the compilations to worker
+ResNet-18's kernels little faster than one. ``precompile`` hands the compilations to worker
 processes (``python -m ember_inductor.codegen.triton_compile``) that compile for the explicit
 target with no CUDA context (``CUDA_VISIBLE_DEVICES`` is empty there); each binary lands in
 Triton's cache (``TRITON_CACHE_DIR``, passed down through the environment), from which the
 compiling process then loads it in milliseconds. A job may also ask for the kernel's C launcher
 (a gcc build per new signature, cached by Triton the same way), so that those builds overlap
 with the compilations instead of following them. This module imports neither torch nor the rest
-of ember (a worker starts in about 0.3 s). The workers start once per process, the first time
+of ember, so that a worker starts quickly. The workers start once per process, the first time
 there is more than one kernel to compile, and exit with it. A worker that fails costs only
 time: whatever it did not compile is compiled in the calling process as before.
 ``EMBER_COMPILE_WORKERS=0`` turns the workers off.
@@ -106,8 +106,8 @@ def compile_kernel(fn: Any, signature: dict[str, str], constexprs: dict[str, int
 def load_compiled(fn: Any, signature: dict[str, str], constexprs: dict[str, int], binary_hash: str,
                   binary_ext: str, divisible: Sequence[int] = ()) -> Any:
     """The binary an earlier ``compile_kernel`` stored in Triton's cache under ``binary_hash``,
-    read without computing its key again (the key needs a hash of Triton's own sources: about
-    0.8 s, once per process); None when the cache no longer holds it. ``fn`` is the jit function
+    read without computing its key again (the key needs a hash of Triton's own sources: slow,
+    once per process); None when the cache no longer holds it. ``fn`` is the jit function
     or its :class:`KernelRef`. Only the metadata and the ``binary_ext`` file are read, not the
     intermediate IRs stored beside them."""
     from triton.compiler.compiler import CompiledKernel

@@ -117,7 +117,7 @@ def _shapes(k: TritonKernel, cap: Any) -> list[LaunchConfig]:
         out = _persistent_configs(pow2(k.rnumel), cap(k.numel), k.wide_warps)
     else:
         rb, n = cap(k.rnumel), cap(k.numel)
-        # across rows also 8 columns by 128 rows (4.3-5.0 us for the column sums of
+        # across rows also 8 columns by 128 rows (fast on the column sums of
         # ``_persistent_configs``' docstring, warm)
         shapes = [(1, 2048, 8), (1, 4096, 16), (64, 64, 8)] + ([(8, 128, 4)] if k.outer_reduction else [])
         for xb, r, w in shapes:
@@ -130,9 +130,8 @@ def _persistent_configs(rb: int, n: int, wide_warps: Sequence[int] = ()) -> list
 
     A reduction across rows also gets tiles of ``OUTER_PERSISTENT_TILE`` elements, with each
     of ``wide_warps``: hand-written column sums of [2048, 384-1536] float32 read from memory
-    (not the L2 cache) took 3.8-6.1 us on an H200 with 8 columns a program, against 3.9-7.9
-    with 4 and about 3.9-6.8 for torch.compile's split reductions
-    (``benchmarks/column_sums.py``)."""
+    (not the L2 cache) were fastest on an H200 with 8 columns a program, ahead of 4 columns and
+    of torch.compile's split reductions (``benchmarks/column_sums.py``)."""
     out: list[LaunchConfig] = []
     for xb in (1, 2, 4, 8, 16, 32, 64):
         xb = min(xb, n)

@@ -337,7 +337,7 @@ class TritonLauncher:
         """The median GPU time of one launch, each with the L2 cache emptied first (``flush``
         overwritten), as in a training step whose activations outgrow the cache. Warm and cold
         rank differently: a hand-written column sum of [2048, 1152] float32, 8 columns a program,
-        took 4.0 us warm and 8.0 cold with 4 warps, 4.3 and 5.8 with 8 (H200,
+        is faster with 4 warps than with 8 warm and slower cold (H200,
         ``benchmarks/column_sums.py``)."""
         launch(*args)
         torch.cuda.synchronize()
