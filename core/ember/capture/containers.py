@@ -338,8 +338,11 @@ def is_fromkeys(value: Any) -> bool:
 def from_keys(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """``cls.fromkeys(iterable, value=None)``: a dict or OrderedDict built here; any other class is
     called and filled item by item, so that its own code runs as in Python."""
+    owner = next(k for k in cls.__mro__ if "fromkeys" in k.__dict__)
+    if owner is collections.OrderedDict and set(kwargs) == {"value"} and len(args) == 1:  # its value has a name
+        args = [*args, kwargs.pop("value")]
     if kwargs:
-        throw(TypeError("dict.fromkeys() takes no keyword arguments"))
+        throw(TypeError(f"{owner.__name__}.fromkeys() takes no keyword arguments"))
     if not 1 <= len(args) <= 2:
         throw(TypeError(f"fromkeys expected {'at least 1' if not args else 'at most 2'} arguments, got {len(args)}"))
     value = args[1] if len(args) > 1 else ConstVar(None)
