@@ -228,3 +228,21 @@ def test_a_subclass_that_is_not_modelled_breaks_the_graph():
         warnings.simplefilter("ignore")
         got = ember.compile(_hooked, backend=CountingBackend())(x)
     torch.testing.assert_close(got, _hooked(x))
+
+
+def _grows_input_ordered_set(s, x):
+    s.add(9)
+    return x * len(s) if 9 in s and 2 in s else x - 1
+
+
+def test_input_ordered_set_mutated_and_read_back():
+    x = torch.randn(2)
+    backend = CountingBackend()
+    compiled = ember.compile(_grows_input_ordered_set, backend=backend, fullgraph=True)
+    for elements in ([1, 2], [1, 2], [3]):
+        want_s, got_s = OrderedSet(elements), OrderedSet(elements)
+        with no_fallback():
+            got = compiled(got_s, x)
+        torch.testing.assert_close(got, _grows_input_ordered_set(want_s, x))
+        assert list(got_s) == list(want_s)  # the add is replayed, and `in` saw it
+    assert backend.count == 2  # same elements reuse the graph; other elements compile again

@@ -220,6 +220,13 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         return evaluate(operator.contains, container.items, set_keys.lookup(frame, item))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
         frame.fail("`in` test involving a tensor depends on tensor data")
+    if isinstance(container, ConstVar) and not isinstance(container.value, type):
+        written = call_dunder(frame, container, "__contains__", [item])  # Python code: inlined, it may
+        if written is not None:  # read what the captured code changed in the object
+            return truthy(frame, written)
+        if python_method(type(container.value), "__iter__") is not None:
+            return any(is_same(frame, item, v) or truthy(frame, compare(frame, "==", v, item))
+                       for v in iterate(frame, container))
     try:
         return python_value(item) in python_value(container)
     except NotConstant:
