@@ -246,3 +246,29 @@ def test_input_ordered_set_mutated_and_read_back():
         torch.testing.assert_close(got, _grows_input_ordered_set(want_s, x))
         assert list(got_s) == list(want_s)  # the add is replayed, and `in` saw it
     assert backend.count == 2  # same elements reuse the graph; other elements compile again
+
+
+class DoublingOrderedDict(collections.OrderedDict):
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value * 2)
+
+
+def _ordered_dict_update_calls_back(x):
+    d = DoublingOrderedDict()
+    d["a"] = 1
+    d.update(b=2)  # OrderedDict's C update calls the subclass's __setitem__
+    return x + d["b"], list(d.items())
+
+
+def test_an_ordered_dict_method_that_calls_back_an_override_breaks_the_graph():
+    x = torch.randn(2)
+    with pytest.raises(ember.Unsupported, match="calls them back"):
+        ember.compile(_ordered_dict_update_calls_back, backend=CountingBackend(), fullgraph=True)(x)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ember.compile(_ordered_dict_update_calls_back, backend=CountingBackend())(x)
+    want = _ordered_dict_update_calls_back(x)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == want[1] == [("a", 2), ("b", 4)]

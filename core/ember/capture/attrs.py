@@ -19,6 +19,7 @@ import torch
 from .builder import wrap
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
 from .container_dunders import DUNDERS
+from .container_types import is_data_descriptor
 from .containers import ContainerMethod
 from .dispatch import handles_attr, handles_store, load_attr
 from .instances import by_type, pin
@@ -74,7 +75,7 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
             return found
     held = _held_dict(frame, getattr(value, "__dict__", None)) if not isinstance(value, type) else None
     if held is not None and name in held.items \
-            and not _is_data_descriptor(inspect.getattr_static(type(value), name, None)):
+            and not is_data_descriptor(inspect.getattr_static(type(value), name, None)):
         return held.items[name]  # the code holds the object's __dict__: its attributes are read through it
     try:
         static = inspect.getattr_static(value, name)
@@ -139,7 +140,7 @@ def _instance_dict(frame: "Frame", obj: ConstVar, instance_dict: dict) -> Var:
     if not pending:
         return table
     if not isinstance(table, DictVar) or any(
-            _is_data_descriptor(inspect.getattr_static(type(obj.value), key[1], None)) for key in pending):
+            is_data_descriptor(inspect.getattr_static(type(obj.value), key[1], None)) for key in pending):
         frame.fail(f"reading __dict__ of a {type(obj.value).__name__} with stores not yet replayed")
     items = mutable_dict(frame, table).items
     for key in pending:
@@ -150,10 +151,6 @@ def _instance_dict(frame: "Frame", obj: ConstVar, instance_dict: dict) -> Var:
         else:
             items[name] = value
     return table
-
-
-def _is_data_descriptor(value: Any) -> bool:
-    return value is not None and (hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
 
 
 #: values of a module's attributes that are state, not code: read through a guard
@@ -203,7 +200,7 @@ def _store_const_attr(frame: "Frame", obj: ConstVar, name: str, value: Any, defa
     if isinstance(inspect.getattr_static(target, name, None), property):
         frame.fail(f"assignment to property {name!r}")
     held = _held_dict(frame, getattr(target, "__dict__", None))
-    if held is not None and not _is_data_descriptor(inspect.getattr_static(cls, name, None)):
+    if held is not None and not is_data_descriptor(inspect.getattr_static(cls, name, None)):
         _store_into_held(frame, held, name, value)  # the code holds its __dict__: stored there
         return
     frame.state.side_effects.store_attr(obj, target, name, value, raw=default)

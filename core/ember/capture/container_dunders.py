@@ -14,8 +14,8 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import set_keys
-from .constants import NotConstant, as_const, kind_name, lift, python_value
-from .container_types import base_of, is_subclass_instance_type, python_method
+from .constants import NotConstant, kind_name, lift, python_value
+from .container_types import base_of, is_subclass_instance_type, python_method, type_of
 from .dispatch import call, iterate
 from .exceptions import Raised, evaluate, throw
 from .functions import class_function
@@ -39,8 +39,7 @@ def is_dict_like(var: Var) -> bool:
     return isinstance(var, DictVar) or isinstance(var, ConstVar) and isinstance(var.value, dict)
 
 
-def container_type(var: Var) -> type:
-    return type(var.value) if isinstance(var, ConstVar) else var.python_type()
+container_type = type_of
 
 
 def plain(var: Var) -> Var:
@@ -202,41 +201,27 @@ def _dict_or(reflected: bool) -> Dunder:
         if not is_dict_like(other):
             return NOT_IMPLEMENTED
         left, right = (other, var) if reflected else (var, other)
-        kind = container_type(var)
-        base = base_of(kind)
-        if base is dict:
-            made: Var = DictVar(dict(dict_items(frame, left)))
-        elif kind is base:
-            factory = var.default_factory if isinstance(var, DictVar) else getattr(var.value, "default_factory", None)
-            made = DictVar(dict(dict_items(frame, left)), dict_type=kind,
-                           default_factory=factory if base is collections.defaultdict else None)
-        else:
-            factory_args = [var.default_factory] if base is collections.defaultdict else []  # type: ignore[attr-defined]
-            made = call(frame, ConstVar(kind), [*factory_args, left], {})
+        made = dict_copy(frame, left, container_type(var))
         mutable_dict(frame, made).items.update(dict_items(frame, right))
         return made
 
     return method
 
 
-def dict_copy(frame: "Frame", obj: Var) -> Var:
-    """``dict.copy``: a dict, of a dict subclass too; an OrderedDict's or defaultdict's is of its own
-    type (a subclass's made by calling it, as their C code does)."""
-    kind = container_type(obj)
+def dict_copy(frame: "Frame", obj: Var, kind: type | None = None) -> Var:
+    """``dict.copy`` (a copy of ``obj`` as ``kind``'s C code makes it): a dict, of a dict subclass too;
+    an OrderedDict's or defaultdict's is of its own type, a subclass's made by calling it."""
+    kind = kind or container_type(obj)
     base = base_of(kind) or kind
     items = dict(dict_items(frame, obj))
     if kind is dict or base is dict and is_subclass_instance_type(kind):
         return DictVar(items)
-    factory = obj.default_factory if isinstance(obj, DictVar) else lift(getattr(obj.value, "default_factory", None))
-    if base is not collections.defaultdict:
-        factory = None
+    factory = None
+    if base is collections.defaultdict:
+        factory = obj.default_factory if isinstance(obj, DictVar) else lift(getattr(obj.value, "default_factory", None))
     if kind is base or base not in (collections.OrderedDict, collections.defaultdict):  # a Counter's is its own
         return DictVar(items, dict_type=kind, default_factory=factory)
     return call(frame, ConstVar(kind), [obj] if factory is None else [factory, obj], {})
-
-
-def _copy(frame: "Frame", var: Var, args: list[Var]) -> Var:
-    return dict_copy(frame, var)
 
 
 def _dict_ior(frame: "Frame", var: Var, args: list[Var]) -> Var:
@@ -247,28 +232,11 @@ def _dict_ior(frame: "Frame", var: Var, args: list[Var]) -> Var:
 def _contains(frame: "Frame", var: Var, args: list[Var]) -> Var:
     if is_set_like(var):
         return ConstVar(evaluate(operator.contains, set_keys.keys_of(frame, var), set_keys.lookup(frame, args[0])))
-    return ConstVar(evaluate(operator.contains, dict(dict_items(frame, var)), python_value_or_key(frame, args[0])))
+    return ConstVar(set_keys.dict_key(frame, args[0]) in dict(dict_items(frame, var)))
 
 
-def python_value_or_key(frame: "Frame", var: Var) -> Any:
-    try:
-        return python_value(var)
-    except NotConstant:
-        return set_keys.dict_key(frame, var)
-
-
-def _iter(frame: "Frame", var: Var, args: list[Var]) -> Var:
-    if is_set_like(var):
-        return IteratorVar([set_keys.element(k) for k in set_keys.keys_of(frame, var)])
-    return IteratorVar([set_keys.element(k) for k, _ in dict_items(frame, var)])
-
-
-def _reversed(frame: "Frame", var: Var, args: list[Var]) -> Var:
-    return IteratorVar([set_keys.element(k) for k, _ in reversed(dict_items(frame, var))])
-
-
-def _len(frame: "Frame", var: Var, args: list[Var]) -> Var:
-    return ConstVar(len(set_keys.keys_of(frame, var) if is_set_like(var) else dict_items(frame, var)))
+def _keys(frame: "Frame", var: Var) -> list:
+    return list(set_keys.keys_of(frame, var)) if is_set_like(var) else [k for k, _ in dict_items(frame, var)]
 
 
 def getitem(frame: "Frame", var: Var, args: list[Var]) -> Var:
@@ -280,7 +248,28 @@ def getitem(frame: "Frame", var: Var, args: list[Var]) -> Var:
     if key not in var.items and missing is not None:
         method = class_function(frame.state, var.dict_type, "__missing__", missing)
         return inline_call(frame, method, [var, args[0]], {})
+    if key not in var.items:
+        calls_back(frame, var, "__missing__")
     return dict_getitem(frame, var, key)
+
+
+#: the methods of OrderedDict (and defaultdict's __missing__) whose C code calls the instance's own
+#: ``__getitem__``/``__setitem__``/``__delitem__`` when it is not exactly of the builtin's type
+_CALLING_BACK = {collections.OrderedDict: {"update", "setdefault", "pop", "popitem", "copy", "__init__", "__ior__",
+                                           "__or__", "__ror__", "__copy__"},
+                 collections.defaultdict: {"__missing__"}}
+
+
+def calls_back(frame: "Frame", var: Var, name: str) -> None:
+    """Break the graph where the builtin's ``name`` would call item methods the class writes in
+    Python (an OrderedDict subclass's ``update`` calls its ``__setitem__``): modelled on the items
+    alone, it would skip them."""
+    kind = container_type(var)
+    base = base_of(kind)
+    if kind is not base and name in _CALLING_BACK.get(base, ()) and any(
+            python_method(kind, m) is not None for m in ("__getitem__", "__setitem__", "__delitem__")):
+        frame.fail(f"{base.__name__}.{name} of a {kind.__name__}, which writes its item methods in Python "
+                   "(the builtin calls them back)")
 
 
 def setitem(frame: "Frame", var: Var, args: list[Var]) -> Var:
@@ -297,22 +286,13 @@ def delitem(frame: "Frame", var: Var, args: list[Var]) -> Var:
     return ConstVar(None)
 
 
-def _init(frame: "Frame", var: Var, args: list[Var]) -> Var:
-    builtin_init(frame, var, args, {})
-    return ConstVar(None)
-
-
 # -- lists and tuples ---------------------------------------------------------------------------
 def _sequence_base(var: Var) -> type:
     return list if issubclass(container_type(var), list) else tuple
 
 
 def _same_kind(var: Var, other: Var) -> bool:
-    try:
-        other_type = type(other.value) if isinstance(other, ConstVar) else other.python_type()
-    except NotImplementedError:
-        return False
-    return issubclass(other_type, _sequence_base(var))
+    return issubclass(type_of(other), _sequence_base(var))
 
 
 def _sequence_compare(symbol: str) -> Dunder:
@@ -332,17 +312,10 @@ def _sequence_binary(symbol: str) -> Dunder:
 
         if symbol == "+" and not _same_kind(var, args[0]):
             kind = _sequence_base(var).__name__
-            throw(TypeError(f'can only concatenate {kind} (not "{_type_name(args[0])}") to {kind}'))
+            throw(TypeError(f'can only concatenate {kind} (not "{type_of(args[0]).__name__}") to {kind}'))
         return binary(frame, symbol, var, args[0])
 
     return method
-
-
-def _type_name(var: Var) -> str:
-    try:
-        return (type(var.value) if isinstance(var, ConstVar) else var.python_type()).__name__
-    except NotImplementedError:
-        return type(var).__name__
 
 
 def _sequence_item(name: str) -> Dunder:
@@ -380,12 +353,15 @@ _SET_DUNDERS: dict[str, Dunder] = {
 }
 _DICT_DUNDERS: dict[str, Dunder] = {
     "__or__": _dict_or(False), "__ror__": _dict_or(True), "__ior__": _dict_ior, "__getitem__": getitem,
-    "__setitem__": setitem, "__delitem__": delitem, "__reversed__": _reversed, "__copy__": _copy,
+    "__setitem__": setitem, "__delitem__": delitem, "__copy__": lambda frame, var, args: dict_copy(frame, var),
+    "__reversed__": lambda frame, var, args: IteratorVar([set_keys.element(k) for k in reversed(_keys(frame, var))]),
 }
 _COMMON: dict[str, Dunder] = {
     **{name: _compare(symbol) for symbol, name in (("==", "__eq__"), ("!=", "__ne__"), ("<", "__lt__"),
                                                    ("<=", "__le__"), (">", "__gt__"), (">=", "__ge__"))},
-    "__contains__": _contains, "__iter__": _iter, "__len__": _len, "__init__": _init,
+    "__contains__": _contains, "__init__": None,  # type: ignore[dict-item]  # builtin_init, with keywords
+    "__iter__": lambda frame, var, args: IteratorVar([set_keys.element(k) for k in _keys(frame, var)]),
+    "__len__": lambda frame, var, args: ConstVar(len(_keys(frame, var))),
 }
 #: the special methods modelled, per kind of container
 DUNDERS = frozenset({*_SET_DUNDERS, *_DICT_DUNDERS, *_COMMON, *_SEQUENCE_DUNDERS})
@@ -394,6 +370,7 @@ DUNDERS = frozenset({*_SET_DUNDERS, *_DICT_DUNDERS, *_COMMON, *_SEQUENCE_DUNDERS
 def call_dunder_method(frame: "Frame", var: Var, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """The builtin container's special method ``name`` of ``var`` (a dict or set the capture holds)."""
     kind = container_type(var)
+    calls_back(frame, var, name)
     if isinstance(var, (ListVar, TupleVar)):
         if not issubclass(kind, (list, tuple)):  # a deque
             frame.fail(f"{kind.__name__}.{name} is not supported")
@@ -414,5 +391,5 @@ def call_dunder_method(frame: "Frame", var: Var, name: str, args: list[Var], kwa
     return method(frame, var, args)
 
 
-__all__ = ["DUNDERS", "NOT_IMPLEMENTED", "builtin_init", "call_dunder_method", "container_type", "dict_copy", "getitem",
+__all__ = ["DUNDERS", "NOT_IMPLEMENTED", "builtin_init", "call_dunder_method", "calls_back", "container_type", "dict_copy", "getitem",
            "is_dict_like", "is_set_like", "plain", "result_var", "update_from"]

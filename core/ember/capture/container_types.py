@@ -15,6 +15,8 @@ import inspect
 import types
 from typing import Any
 
+from .values import ConstVar, Var
+
 #: the builtin containers a Python class may subclass and still be modelled, nearest first
 BUILTIN_BASES: tuple[type, ...] = (collections.OrderedDict, collections.defaultdict, dict, frozenset, set)
 _BUILTIN_ROOTS = frozenset({*BUILTIN_BASES, object})
@@ -52,10 +54,26 @@ def python_attr(cls: type, name: str) -> Any:
     return None
 
 
+def type_of(var: Var) -> type:
+    """The Python type of what a Var stands for (``object`` for a capture-only value)."""
+    if isinstance(var, ConstVar):
+        return type(var.value)
+    try:
+        return var.python_type()
+    except NotImplementedError:
+        return object
+
+
+def is_data_descriptor(value: Any) -> bool:
+    """A property or another descriptor that wins over an instance's ``__dict__``."""
+    return value is not None and (hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
+
+
 def python_method(cls: type, name: str) -> types.FunctionType | None:
     """The Python function ``cls`` defines as ``name`` (through any class of its MRO), or None."""
     found = inspect.getattr_static(cls, name, None)
     return found if isinstance(found, types.FunctionType) else None
 
 
-__all__ = ["BUILTIN_BASES", "base_of", "is_subclass_instance_type", "python_attr", "python_method"]
+__all__ = ["BUILTIN_BASES", "base_of", "is_data_descriptor", "is_subclass_instance_type", "python_attr",
+           "python_method", "type_of"]

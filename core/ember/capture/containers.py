@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import set_keys
 from .collections_calls import COUNTER_READS, DequeVar, counter_method, deque_method, ordered_dict_method
-from .constants import NotConstant, as_const, lift, python_value
-from .container_dunders import DUNDERS, call_dunder_method, container_type, dict_copy, is_set_like, update_from
+from .constants import NotConstant, lift, python_value
+from .container_dunders import (
+    DUNDERS, call_dunder_method, calls_back, container_type, dict_copy, is_set_like, update_from,
+)
 from .container_types import base_of
 from .dispatch import call, handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
 from .exceptions import evaluate, throw
@@ -142,6 +144,7 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
             frame.fail(f"list.{name} with keyword arguments")
         return _list_method(frame, obj, name, args)
     if isinstance(obj, DictVar):
+        calls_back(frame, obj, name)
         return _dict_method(frame, obj, name, args, kwargs)
     if isinstance(obj, (SetVar, ConstVar)):
         return _set_method(frame, obj, name, args, kwargs)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .builtin_calls import BUILTIN_HANDLERS
 from .constants import NotConstant, kind_name, python_value
 from .container_dunders import NOT_IMPLEMENTED, call_dunder_method, is_dict_like, is_set_like, plain, result_var
-from .container_types import python_method
+from .container_types import python_method, type_of
 from .dispatch import handles_operator
 from .exceptions import evaluate, throw
 from .functions import class_function
@@ -48,15 +48,6 @@ def methods(symbol: str) -> tuple[str, str, str | None] | None:
     if name is None:
         return None
     return f"__{name}__", f"__r{name}__", f"__i{name}__" if inplace else None
-
-
-def type_of(var: Var) -> type:
-    if isinstance(var, ConstVar):
-        return type(var.value)
-    try:
-        return var.python_type()
-    except NotImplementedError:
-        return object
 
 
 def written_in_python(symbol: str, a: Var, b: Var) -> bool:

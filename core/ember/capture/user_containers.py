@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from . import py_operators, set_keys
 from .builder import wrap
 from .constants import as_const, lift
-from .container_dunders import builtin_init, call_dunder_method, getitem
-from .container_types import base_of, is_subclass_instance_type, python_attr, python_method
+from .container_dunders import builtin_init, call_dunder_method, calls_back, getitem
+from .container_types import base_of, is_data_descriptor, is_subclass_instance_type, python_attr, python_method
 from .containers import ContainerMethod
 from .dispatch import call, handles_attr, handles_iter, handles_len, handles_operator, handles_store, handles_truth, \
     iterate
@@ -71,6 +71,7 @@ def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]
     init = python_method(cls, "__init__")
     if init is None:
         if base_of(cls) is not frozenset:
+            calls_back(frame, var, "__init__")
             builtin_init(frame, var, args, kwargs)
         return var
     method = class_function(frame.state, cls, "__init__", inspect.getattr_static(cls, "__init__"))
@@ -132,7 +133,7 @@ def load_attr(frame: "Frame", var: UserContainer, name: str) -> Var:
     if name == "__dict__":
         return _instance_dict(frame, var, create=True)
     written = python_attr(cls, name)
-    if isinstance(written, property) or _is_data_descriptor(written):
+    if isinstance(written, property) or is_data_descriptor(written):
         return class_member(frame, var, cls, name, written) or frame.fail(f"descriptor {name!r} of {cls.__name__}")
     own = _own_attr(frame, var, name)
     if own is not None:
@@ -160,10 +161,6 @@ def load_attr(frame: "Frame", var: UserContainer, name: str) -> Var:
         frame.state.guards.lacks(var.source, name)  # another object passed in may have it
     throw(AttributeError(f"{cls.__name__!r} object has no attribute {name!r}"))
     raise AssertionError
-
-
-def _is_data_descriptor(value: Any) -> bool:
-    return value is not None and (hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
 
 
 def _instance_dict(frame: "Frame", var: UserContainer, create: bool) -> Var | None:
@@ -209,7 +206,7 @@ def store_attr(frame: "Frame", var: UserContainer, name: str, value: Any, defaul
             frame.fail(f"assignment to property {name!r} of {cls.__name__}")
         call(frame, ConstVar(written.fset), [var, value], {})
         return
-    if _is_data_descriptor(written) or name == "__class__":
+    if is_data_descriptor(written) or name == "__class__":
         frame.fail(f"assignment to {name!r} of a {cls.__name__}")
     if name == "default_factory" and isinstance(var, UserDictVar) and var.default_factory is not None:
         if var.real is not None:

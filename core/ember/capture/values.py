@@ -123,19 +123,13 @@ class SetVar(Var):
         return self.set_type
 
 
-@dataclasses.dataclass(eq=False)
-class UserDictVar(DictVar):
-    """An instance of a Python subclass of dict, OrderedDict or defaultdict (``dict_type``): the
-    builtin dict's items plus the instance's attributes (``attrs``). ``real`` is the object an
-    input was read from (its attributes not yet read are read from it); None for one made by the
-    captured code. Its class's Python methods are inlined, the rest are dict's
-    (``user_containers``)."""
+class _Undone:
+    """What the capture's undo log keeps of a container subclass's instance: items and attributes."""
 
-    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)  # Vars, or side_effects.DELETED
-    real: Any = None
+    items: Any
+    attrs: dict
 
     def save(self) -> tuple:
-        """What the capture's undo log keeps (see CaptureState.remember)."""
         return self.items.copy(), self.attrs.copy()
 
     def restore(self, saved: tuple) -> None:
@@ -143,18 +137,24 @@ class UserDictVar(DictVar):
 
 
 @dataclasses.dataclass(eq=False)
-class UserSetVar(SetVar):
+class UserDictVar(_Undone, DictVar):
+    """An instance of a Python subclass of dict, OrderedDict or defaultdict (``dict_type``): the
+    builtin dict's items plus the instance's attributes (``attrs``). ``real`` is the object an
+    input was read from (its attributes are read from it, through sources); None for one made by
+    the captured code. Its class's Python methods are inlined, the rest are dict's
+    (``user_containers``)."""
+
+    attrs: dict[str, Var] = dataclasses.field(default_factory=dict)
+    real: Any = None
+
+
+@dataclasses.dataclass(eq=False)
+class UserSetVar(_Undone, SetVar):
     """An instance of a Python subclass of set or frozenset (``set_type``), as :class:`UserDictVar`."""
 
     source: Source | None = None
-    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    attrs: dict[str, Var] = dataclasses.field(default_factory=dict)
     real: Any = None
-
-    def save(self) -> tuple:
-        return self.items.copy(), self.attrs.copy()
-
-    def restore(self, saved: tuple) -> None:
-        self.items, self.attrs = saved[0].copy(), saved[1].copy()
 
 
 class InstanceDictVar(DictVar):
