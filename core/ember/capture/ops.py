@@ -220,9 +220,9 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         return evaluate(operator.contains, container.items, set_keys.lookup(frame, item))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
         frame.fail("`in` test involving a tensor depends on tensor data")
-    if isinstance(container, ConstVar) and not isinstance(container.value, type):
-        written = call_dunder(frame, container, "__contains__", [item])  # Python code: inlined, it may
-        if written is not None:  # read what the captured code changed in the object
+    if isinstance(container, ConstVar) and _changed(frame, container):
+        written = call_dunder(frame, container, "__contains__", [item])  # Python code: inlined, to read
+        if written is not None:  # what the captured code changed in the object
             return truthy(frame, written)
         if python_method(type(container.value), "__iter__") is not None:
             return any(is_same(frame, item, v) or truthy(frame, compare(frame, "==", v, item))
@@ -233,6 +233,21 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         pass
     items = iterate(frame, container)
     return any(is_same(frame, item, v) for v in items)
+
+
+def _changed(frame: "Frame", var: ConstVar) -> bool:
+    """Whether the captured code changed an object passed in (an attribute, or a container read
+    through it) in ways replayed only after the graph: asked for real, it would answer stale."""
+    effects = frame.state.side_effects
+    if any(key[0] == id(var.value) for key in effects.attrs):
+        return True
+    for changed in effects.containers.values():
+        source = changed.source
+        while source is not None and var.source is not None:
+            if source == var.source:
+                return True
+            source = getattr(source, "base", None)
+    return False
 
 
 def make_slice(frame: "Frame", start: Var, stop: Var, step: Var) -> Var:
