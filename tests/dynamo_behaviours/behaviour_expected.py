@@ -554,10 +554,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to torch.return_types.qr is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
-        'test_dicts::weak_key_dictionary_membership',
-    ], 'fullgraph: call to weakref.ReferenceType is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
         'test_dicts::enum_built_from_ordered_dict',
     ], 'fullgraph: calling enum Enum to make a new enum'),
     # 1
