@@ -24,6 +24,10 @@ def _reset_ember():
     ember.reset()
     yield
     ember.reset()
+    if torch._C._len_torch_function_stack():
+        # a test left torch.set_default_device's mode behind: every later torch call of this worker
+        # would go through Python (several times slower) and see a mode it did not ask for
+        torch.set_default_device(None)
 
 
 def pytest_configure(config):

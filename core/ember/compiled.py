@@ -224,8 +224,8 @@ class CompiledFunction:
 
     def callee(self, fn: Any) -> Any:
         """What a broken call site calls: an ember-compiled version of Python code, else ``fn``."""
-        if getattr(fn, "__module__", None) and fn.__module__.startswith("torch.") \
-                and not isinstance(fn, torch.nn.Module):
+        module = getattr(fn, "__module__", None)
+        if isinstance(module, str) and module.partition(".")[0] == "torch" and not isinstance(fn, torch.nn.Module):
             return fn  # torch's own Python code (autograd, hooks) runs as it is
         if never_traced(fn) is not None:
             return fn

@@ -75,6 +75,25 @@ def test_a_false_shape_assert_raises_as_in_eager():
             compiled(torch.ones(3))
 
 
+def test_a_false_assert_under_a_default_device_raises_as_in_eager():
+    """torch.set_default_device pushes a torch-function mode, through which torch._assert (a Python
+    function of the top-level torch module) calls itself again: at the break it runs as it is."""
+    def f(x):
+        torch._assert(x.shape[0] % 2 == 0, "even batch")
+        return x * 2
+
+    torch.set_default_device("cpu")
+    try:
+        compiled = ember.compile(f, backend="eager")
+        torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 2.0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(AssertionError, match="even batch"):
+                compiled(torch.ones(3))
+    finally:
+        torch.set_default_device(None)
+
+
 def _log_api_usage_once(obj) -> None:
     """torchvision.utils._log_api_usage_once, as torchvision writes it."""
     module = obj.__module__

@@ -23,7 +23,9 @@ asserts that no import, even inside a function, closes a circle):
   iteration; attribute reads and stores of modules, classes and instances), ``containers``
   (lists, dicts, sets, tuples, iterators), ``exceptions``, ``contexts`` (context managers),
   ``locks``, ``inline`` (Python functions: run in a child frame made by the caller's
-  ``type(frame)``; ``call_dunder``), ``user_objects`` (plain Python objects built by the
+  ``type(frame)``; ``call_dunder``), ``generators`` (generators made by the captured code, their
+  body a suspended child frame; ``lazy_iterators``: zip, map... over them, read one item at a
+  time; ``generator_outputs``: what becomes of them after the graph), ``user_objects`` (plain Python objects built by the
   capture, HF caches), ``objects`` (objects built over fake tensors), ``supers`` (``super()``),
   ``hooks`` (module hooks), ``autograd_functions`` (user ``torch.autograd.Function.apply`` as one
   node).
@@ -54,8 +56,9 @@ from . import contexts, dispatch_modes, global_state
 # the modules that register their values' behaviour in the dispatch tables and
 # builtin_calls.BUILTIN_HANDLERS: imported here so the tables are full before any capture
 from . import (  # noqa: F401
-    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, hops, inline, itertools_calls, objects,
-    real_values, supers, symbolic, tensors, torch_helpers, transforms, user_objects,
+    attrs, block_masks, calls, checkpoint, containers, copies, flex_attention, generator_outputs, generators, hops,
+    inline, itertools_calls, lazy_iterators, objects, real_values, supers, symbolic, tensors, torch_helpers,
+    transforms, user_objects,
 )
 from .breaks import ResumeRequest, can_break, plan_break
 from .frame import Frame
@@ -66,7 +69,7 @@ from .resume import ARG_KINDS, CELL, OPAQUE
 from .sources import Constants, DictEntrySource, LocalSource, Source
 from .state import CaptureState
 from .symbolic import has_symbolic
-from .values import CellVar, ConstVar
+from .values import CellVar, ConstVar, Var
 
 
 @dataclasses.dataclass
@@ -148,6 +151,7 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     reason: Unsupported | None = None
     try:
         result = frame.run()
+        generator_outputs.close_abandoned(frame, [result, *state.side_effects.values()])
         shared = builder.share([result, *state.side_effects.values()])
         body = [*shared, f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder)]
         makes, fills = builder.cell_lines()
@@ -171,6 +175,9 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         index = frame.snapshot.instr.index
         next_offset = frame.instrs[index + 1].offset if index + 1 < len(frame.instrs) else -1
         try:
+            snap = frame.snapshot
+            kept = [*snap.stack, *snap.locals.values(), *state.side_effects.values(), *frame.cells.values()]
+            generator_outputs.close_abandoned(frame, [v for v in kept if isinstance(v, Var)])
             plan = plan_break(frame, builder, next_offset, "___callee")
         except Unsupported as inner:
             exc.no_break_reason = str(inner)

@@ -64,6 +64,9 @@ def can_break(frame: "Frame", exc: Unsupported) -> str | None:
     if snap is None:
         return "no instruction to break at"
     ins = snap.instr
+    skip = getattr(exc, "skip_frame", None)
+    if skip:  # a break inside a generator's body (generators.py)
+        return skip
     if ins.opname not in _SIMPLE and ins.opname not in _JUMPS:
         return f"cannot break at a {ins.opname} instruction"
     if snap.handled is not None:

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import environ, set_keys, unbacked
-from .dispatch import call, length, load_attr, store_attr
+from . import environ, lazy_iterators, set_keys, unbacked
+from .dispatch import call, each_item, is_lazy, length, load_attr, next_item, store_attr
 from .exceptions import Raised, evaluate, run_ahead, throw
+from .generators import stop_iteration
 from .instances import InstanceVar, pin
 from .ops import NotConstant, as_const, binary, compare, iterate, lift, python_value, truthy
 from .torch_ops import BINARY_OPS
@@ -91,13 +92,18 @@ def _range(frame: "Frame", args: list, kwargs: dict) -> Var:
 @handles(enumerate)
 def _enumerate(frame: "Frame", args: list, kwargs: dict) -> Var:
     start = as_const(frame, args[1] if len(args) > 1 else kwargs.get("start", ConstVar(0)), "enumerate start")
+    if is_lazy(args[0]):
+        return lazy_iterators.make(frame, "enumerate", [args[0]], count=start)
     items = iterate(frame, args[0])
     return IteratorVar([TupleVar([ConstVar(start + i), v]) for i, v in enumerate(items)])
 
 
 @handles(zip)
 def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
-    if kwargs.get("strict") is not None and as_const(frame, kwargs["strict"], "zip strict"):
+    strict = kwargs.get("strict") is not None and as_const(frame, kwargs["strict"], "zip strict")
+    if any(is_lazy(a) for a in args):  # read row by row: an endless generator stops with the others
+        return lazy_iterators.make(frame, "zip", args, strict=strict)
+    if strict:
         lengths = {len(iterate(frame, a)) for a in args}
         if len(lengths) > 1:
             frame.fail("zip(strict=True) over sequences of different lengths")
@@ -109,11 +115,15 @@ def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
 def _chain(frame: "Frame", args: list, kwargs: dict) -> Var:
     if kwargs:
         frame.fail("itertools.chain() takes no keyword arguments")
+    if any(is_lazy(a) for a in args):
+        return lazy_iterators.make(frame, "chain", args)
     return IteratorVar([item for a in args for item in iterate(frame, a)])
 
 
 @handles(reversed)
 def _reversed(frame: "Frame", args: list, kwargs: dict) -> Var:
+    if is_lazy(args[0]) or isinstance(args[0], IteratorVar):
+        throw(TypeError(f"'{args[0].python_type().__name__}' object is not reversible"))
     return IteratorVar(list(reversed(iterate(frame, args[0]))))
 
 
@@ -127,20 +137,21 @@ def _iter(frame: "Frame", args: list, kwargs: dict) -> Var:
 @handles(next)
 def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
     it = args[0]
-    if not isinstance(it, IteratorVar):
+    if not (isinstance(it, IteratorVar) or is_lazy(it)):
         frame.fail("next() on something that is not an iterator made in the captured code")
-    frame.state.remember(it)
-    item = it.next()
+    item = next_item(frame, it)
     if item is None:
         if len(args) > 1:
             return args[1]
-        throw(StopIteration())
+        stop_iteration(frame, it)
     return item
 
 
 @handles(map)
 def _map(frame: "Frame", args: list, kwargs: dict) -> Var:
     fn, *iterables = args
+    if any(is_lazy(a) for a in iterables):
+        return lazy_iterators.make(frame, "map", iterables, fn)
     columns = [iterate(frame, a) for a in iterables]
     with run_ahead(frame, "map()"):
         return IteratorVar([call(frame, fn, list(row), {}) for row in zip(*columns)])
@@ -149,6 +160,8 @@ def _map(frame: "Frame", args: list, kwargs: dict) -> Var:
 @handles(filter)
 def _filter(frame: "Frame", args: list, kwargs: dict) -> Var:
     fn, iterable = args
+    if is_lazy(iterable):
+        return lazy_iterators.make(frame, "filter", [iterable], fn)
     items = iterate(frame, iterable)
     if isinstance(fn, ConstVar) and fn.value is None:
         return IteratorVar([v for v in items if truthy(frame, v)])
@@ -284,7 +297,7 @@ def _abs(frame: "Frame", args: list, kwargs: dict) -> Var:
 
 def _make_any_all(fn: Callable[[Any], bool]) -> Handler:
     def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
-        return ConstVar(fn(truthy(frame, v) for v in iterate(frame, args[0])))
+        return ConstVar(fn(truthy(frame, v) for v in each_item(frame, args[0])))  # stops where Python stops
 
     return handler
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .builtin_calls import handles
 from .constants import NotConstant, as_const, lift, python_value
-from .dispatch import call, iterate, load_attr
+from .dispatch import call, each_item, iterate, load_attr
 from .exceptions import evaluate, throw
 from .ops import dict_items, getitem, mutable_list
 from .values import ConstVar, DictVar, ListVar, TupleVar, Var
@@ -115,7 +115,7 @@ def deque_method(frame: "Frame", obj: DequeVar, name: str, args: list[Var]) -> V
             n %= len(items)
             items[:] = items[len(items) - n:] + items[:len(items) - n]
         return ConstVar(None)
-    new = [args[0]] if name.startswith("append") else iterate(frame, args[0])
+    new = [args[0]] if name.startswith("append") else each_item(frame, args[0])  # one at a time, as Python
     for item in new:
         if name.endswith("left"):
             items.insert(0, item)

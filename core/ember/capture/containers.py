@@ -19,7 +19,9 @@ from .container_dunders import (
     DUNDERS, call_dunder_method, calls_back, container_type, dict_copy, is_set_like, update_from,
 )
 from .container_types import base_of
-from .dispatch import call, handles_attr, handles_call, handles_iter, handles_len, handles_truth, iterate
+from .dispatch import (
+    call, each_item, handles_attr, handles_call, handles_iter, handles_len, handles_next, handles_truth, iterate,
+)
 from .exceptions import evaluate, throw
 from .objects import ShadowVar, mapping_items
 from .ops import mutable_dict, mutable_list, mutable_set
@@ -86,6 +88,19 @@ def _iterate_rest(frame: "Frame", var: IteratorVar) -> list[Var]:
     frame.state.remember(var)
     var.index = len(var.items)
     return list(items)
+
+
+@handles_next(IteratorVar)
+def _iterator_next(frame: "Frame", var: IteratorVar, sent: Var | None) -> Var | None:
+    if sent is not None and not (isinstance(sent, ConstVar) and sent.value is None):
+        throw(AttributeError("'list_iterator' object has no attribute 'send'"))
+    frame.state.remember(var)
+    return var.next()
+
+
+@handles_truth(IteratorVar)
+def _iterator_truth(frame: "Frame", var: IteratorVar) -> bool:
+    return True
 
 
 def view_pairs(frame: "Frame", view: DictViewVar) -> list[tuple[Any, Var]]:
@@ -187,8 +202,9 @@ def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Va
     items = mutable_list(frame, obj).items
     if name == "append":
         items.append(args[0])
-    elif name == "extend":
-        items.extend(iterate(frame, args[0]))
+    elif name == "extend":  # one item at a time: a generator reading the list sees it grow
+        for item in each_item(frame, args[0]):
+            items.append(item)
     elif name == "insert":
         items.insert(python_value(args[0]), args[1])
     elif name == "pop":

@@ -13,9 +13,9 @@ an import circle.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, TypeVar
 
-from .values import Var
+from .values import IteratorVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -28,6 +28,10 @@ AttrHandler = Callable[["Frame", Var, str], Var]
 StoreHandler = Callable[["Frame", Var, str, Any, bool], None]
 #: ``(frame, var)``: the items a ``for`` loop over ``var`` would see, materialised
 IterHandler = Callable[["Frame", Var], list[Var]]
+#: ``(frame, var, sent)``: the next item of the iterator ``var``, or None when it is exhausted (a
+#: generator's return value is then its ``result``); ``sent``: the value ``send()`` passes into a
+#: generator (None for ``next()``)
+NextHandler = Callable[["Frame", Var, "Var | None"], "Var | None"]
 #: ``(frame, var)``: ``len(var)`` (a Var: a dynamic size is computed by the graph)
 LenHandler = Callable[["Frame", Var], Var]
 #: ``(frame, var)``: ``bool(var)``
@@ -70,6 +74,7 @@ CALLS: Table[CallHandler] = Table()
 ATTRS: Table[AttrHandler] = Table()
 STORES: Table[StoreHandler] = Table()
 ITERS: Table[IterHandler] = Table()
+NEXTS: Table[NextHandler] = Table()
 LENS: Table[LenHandler] = Table()
 TRUTHS: Table[TruthHandler] = Table()
 
@@ -80,6 +85,7 @@ handles_operator = OPERATORS.register
 handles_attr = ATTRS.register
 handles_store = STORES.register
 handles_iter = ITERS.register
+handles_next = NEXTS.register
 handles_len = LENS.register
 handles_truth = TRUTHS.register
 
@@ -136,6 +142,34 @@ def iterate(frame: "Frame", var: Var) -> list[Var]:
     return handler(frame, var)
 
 
+def next_item(frame: "Frame", var: Var, sent: Var | None = None) -> Var | None:
+    """The next item of the iterator ``var`` (None when it is exhausted), read one at a time."""
+    handler = NEXTS.lookup(var)
+    if handler is None:
+        frame.fail(f"next() of a {type(var).__name__} is not supported")
+        raise AssertionError
+    return handler(frame, var, sent)
+
+
+def is_lazy(var: Var) -> bool:
+    """An iterator whose items are made as they are read (a generator, ``zip`` over one,
+    ``itertools.count()``): its consumers read it one item at a time, as Python does."""
+    return getattr(var, "lazy", False)
+
+
+def each_item(frame: "Frame", var: Var) -> Iterator[Var]:
+    """The items of ``var`` one at a time: an iterator is read only as far as its consumer goes
+    (``any``, ``in``, ``list.extend`` over a generator that reads the list)."""
+    if not (is_lazy(var) or isinstance(var, IteratorVar)):
+        yield from iterate(frame, var)
+        return
+    while True:
+        item = next_item(frame, var)
+        if item is None:
+            return
+        yield item
+
+
 def length(frame: "Frame", var: Var) -> Var:
     """``len(var)`` in the captured code."""
     handler = LENS.lookup(var)
@@ -155,8 +189,9 @@ def truthy(frame: "Frame", var: Var) -> bool:
 
 
 __all__ = [
-    "ATTRS", "CALLS", "ITERS", "LENS", "OPERATORS", "STORES", "TRUTHS", "AttrHandler", "CallHandler", "IterHandler",
-    "LenHandler", "OperatorHandler", "StoreHandler", "Table", "TruthHandler", "call", "handles_attr", "handles_call",
-    "handles_iter", "handles_len", "handles_operator", "handles_store", "handles_truth", "iterate", "length",
-    "load_attr", "operator_hook", "store_attr", "truthy",
+    "ATTRS", "CALLS", "ITERS", "LENS", "NEXTS", "OPERATORS", "STORES", "TRUTHS", "AttrHandler", "CallHandler",
+    "IterHandler", "LenHandler", "NextHandler", "OperatorHandler", "StoreHandler", "Table", "TruthHandler", "call",
+    "each_item", "handles_attr", "handles_call", "handles_iter", "handles_len", "handles_next", "handles_operator",
+    "handles_store", "handles_truth", "is_lazy", "iterate", "length", "load_attr", "next_item", "operator_hook",
+    "store_attr", "truthy",
 ]

@@ -17,6 +17,7 @@ as CPython keeps it: ``PUSH_EXC_INFO`` saves the previous one on the value stack
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import dis
 import functools
 import inspect
@@ -38,6 +39,23 @@ class Raised(Exception):
 
     def describe(self) -> str:
         return repr(self.value.value)
+
+
+@dataclasses.dataclass(eq=False)
+class StopIterationVar(ConstVar):
+    """A StopIteration whose value the capture made (a tensor, an object it built): the real
+    exception stands for it, and its ``value`` and ``args`` read ``payload`` (``generators.py``)."""
+
+    payload: Var | None = None
+
+
+def stop_value(exc: ConstVar) -> Var:
+    """The value a StopIteration (a ConstVar, or a StopIterationVar) carries."""
+    if isinstance(exc, StopIterationVar):
+        return exc.payload
+    from .constants import lift
+
+    return lift(exc.value.value)
 
 
 def throw(exc: BaseException) -> NoReturn:
@@ -119,5 +137,5 @@ def is_plain_exception_class(value: Any) -> bool:
         for name in ("__init__", "__new__"))
 
 
-__all__ = ["Raised", "evaluate", "handler_for", "is_plain_exception_class", "matches", "raising", "run_ahead",
-           "throw"]
+__all__ = ["Raised", "StopIterationVar", "evaluate", "handler_for", "is_plain_exception_class", "matches", "raising",
+           "run_ahead", "stop_value", "throw"]

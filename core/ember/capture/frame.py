@@ -22,9 +22,9 @@ from ..errors import Unsupported
 from . import exceptions, ops, set_keys
 from .builder import wrap
 from .compat import PY312, Instr, compare_op, for_iter_exit, instructions, method_bit_load_attr
-from .dispatch import call, load_attr, store_attr
+from .dispatch import call, load_attr, next_item, store_attr
 from .sources import AttrSource, ConstantSource, LocalSource, cell_source, constant_source, global_source
-from .state import MAX_GENERATOR_ITEMS, CaptureState
+from .state import CaptureState
 from .supers import super_attr
 from .torch_ops import module_is_trusted
 from .values import (
@@ -81,8 +81,7 @@ class Frame:
         self.current: Instr | None = None
         self.is_root = is_root
         self.snapshot: Snapshot | None = None
-        self.yielded: list[Var] | None = None  # set when running a generator to completion
-        self.suspends = False  # a generator stepped one yield at a time (generator_contexts.py)
+        self.suspends = False  # a generator's body, stepped one yield at a time (generators.py)
         self.suspended_at: Instr | None = None  # the yield it stopped at
 
     # -- running --------------------------------------------------------------------------
@@ -138,6 +137,8 @@ class Frame:
             raise raised
         else:  # Python raises it for real when it runs the function
             error = Unsupported(f"{raised.describe()} raised in captured code and not caught there")
+            if isinstance(raised.value.value, StopIteration):  # an iterator run out: no graph, as torch.compile
+                error.skip_frame = f"{raised.describe()} leaves the compiled function: it runs in Python"
             self.locate(error)
             raise error from None
 
@@ -414,8 +415,11 @@ class Frame:
             self.push(ops.unary(self, "pos", value))
         elif name == "INTRINSIC_LIST_TO_TUPLE":
             self.push(TupleVar(list(value.items)))
-        elif name == "INTRINSIC_STOPITERATION_ERROR":
-            # an exception leaving a generator, which inline.inline_call refuses whatever it is
+        elif name == "INTRINSIC_STOPITERATION_ERROR":  # PEP 479: StopIteration leaving a generator
+            if isinstance(value.value, StopIteration):
+                error = RuntimeError("generator raised StopIteration")
+                error.__cause__ = error.__context__ = value.value
+                value = ConstVar(error)
             self.push(value)
         else:
             self.fail(f"intrinsic {name} is not supported")
@@ -474,10 +478,11 @@ class Frame:
 
     def FOR_ITER(self, ins: Instr) -> None:
         it = self.stack[-1]
-        if not isinstance(it, IteratorVar):
-            self.fail("for-loop over an iterator the capture does not model")
-        self.state.remember(it)
-        item = it.next()
+        if isinstance(it, IteratorVar):
+            self.state.remember(it)
+            item = it.next()
+        else:  # a generator, zip over one...: read one item at a time
+            item = next_item(self, it)
         if item is None:
             self.pop()
             self.pc = for_iter_exit(self.instrs, self.index_of[ins.argval])
@@ -605,43 +610,46 @@ class Frame:
             defaults = tuple(ops.iterate(self, self.pop()))
         self.push(FunctionVar(code, self.globals, code.co_name, defaults, kwdefaults, closure))
 
-    # -- generators (run to completion when consumed inside the capture) ------------------------
+    # -- generators (a generator's body runs in a child frame that suspends: generators.py) -------
     def RETURN_GENERATOR(self, ins: Instr) -> None:
-        if self.yielded is None:
+        if not self.suspends:
             self.fail("generator function called where its generator object escapes")
         self.push(ConstVar(None))
 
     def YIELD_VALUE(self, ins: Instr) -> None:
-        if self.yielded is None:
+        if not self.suspends:
             self.fail("yield outside a generator the capture runs")
-        if self.suspends:  # run() returns; the caller pushes the value sent in and runs again
-            self.suspended_at = ins
-            raise _Return(Suspended(self.pop()))
-        if len(self.yielded) >= MAX_GENERATOR_ITEMS:
-            self.fail(f"generator {self.code.co_name}() yields more than {MAX_GENERATOR_ITEMS} items before its "
-                      "consumer stops it (an endless generator is run to completion by the capture)")
-        self.yielded.append(self.pop())
-        self.push(ConstVar(None))  # the value sent back in
+        # run() returns; resuming pushes the value sent in (or raises at this instruction)
+        self.suspended_at = ins
+        raise _Return(Suspended(self.pop()))
 
     def GET_YIELD_FROM_ITER(self, ins: Instr) -> None:
         self.push(ops.get_iter(self, self.pop()))
 
     def SEND(self, ins: Instr) -> None:
-        """``yield from``: the next item of the receiver, or its return value and a jump."""
-        self.pop()  # the value sent in: always None, nothing calls send() on a generator the capture runs
+        """``yield from``: the receiver's next item (the value sent in passed on), or its return
+        value and a jump."""
+        sent = self.pop()
         receiver = self.stack[-1]
-        if not isinstance(receiver, IteratorVar):
-            self.fail("yield from over an iterator the capture does not model")
-        self.state.remember(receiver)
-        item = receiver.next()
+        if isinstance(receiver, IteratorVar) and not (isinstance(sent, ConstVar) and sent.value is None):
+            exceptions.throw(AttributeError("'list_iterator' object has no attribute 'send'"))
+        item = next_item(self, receiver, sent)
         if item is not None:
             self.push(item)
             return
+        result = getattr(receiver, "result", None) or ConstVar(None)
         if PY312:  # the END_SEND at the target pops the receiver
-            self.push(receiver.result)
+            self.push(result)
         else:
-            self.stack[-1] = receiver.result
+            self.stack[-1] = result
         self.jump(ins.argval)
+
+    def CLEANUP_THROW(self, ins: Instr) -> None:  # 3.12: a throw() through a yield from
+        exc = self.pop()
+        if not isinstance(exc.value, StopIteration):
+            raise exceptions.Raised(exc)
+        self.popn(2)
+        self.push(exceptions.stop_value(exc))
 
     def END_SEND(self, ins: Instr) -> None:  # 3.12
         del self.stack[-2]

@@ -2,7 +2,7 @@
 
 The arguments are bound as Python binds them (``*args``, ``**kwargs``, and the defaults the call
 leaves out, read through the function so that they are guarded: ``functions.py``); a generator
-runs to completion where it is called and its caller gets an iterator over what it yielded.
+function's call makes a generator whose body runs as it is read (``generators.py``).
 :func:`call_dunder` inlines a special method (``__len__``, ``__iter__``...) written in Python;
 :func:`class_member` binds a method, static or class method, or property read through an object.
 The child frame is made by the calling frame's own class, so this module needs no import of it.
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from .builder import closure_read_through
 from .constants import lift
 from .dispatch import handles_attr, handles_call, handles_store, handles_truth
-from .exceptions import run_ahead, throw
+from .exceptions import throw
 from .functions import class_function, default, function_source
 from .sources import AttrSource, ItemSource, Source
 from .state import MAX_INLINE_DEPTH
-from .values import BoundMethodVar, ConstVar, DictVar, FunctionVar, IteratorVar, TupleVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, FunctionVar, GeneratorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -93,14 +93,13 @@ def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
     """Run the Python function ``fn`` (a FunctionVar, or a ConstVar holding a function) in a child
     frame of the same class as ``frame``, its arguments bound as Python binds them."""
     child = child_frame(frame, fn, args, kwargs)
-    code = child.code
-    if not code.co_flags & inspect.CO_GENERATOR:
+    if not child.code.co_flags & inspect.CO_GENERATOR:
         return run_child(child)
-    # run to completion now; the caller gets an iterator over what it yielded
-    child.yielded = []
-    with run_ahead(frame, f"generator {code.co_name}()"):
-        result = run_child(child)
-    return IteratorVar(child.yielded, result=result)
+    # a generator: its body runs when it is read (generators.py)
+    child.suspends = True
+    gen = GeneratorVar(child, fn, list(args), dict(kwargs))
+    frame.state.generators.append(gen)
+    return gen
 
 
 def child_frame(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> "Frame":

@@ -152,7 +152,7 @@ def _enter_generator(frame: "Frame", ctx: GeneratorContextVar, offset: int | Non
     child = child_frame(frame, ctx.func, ctx.args, ctx.kwargs)
     if not child.code.co_flags & inspect.CO_GENERATOR:
         frame.fail("@contextmanager over a function that is not a generator")
-    child.yielded, child.suspends = [], True
+    child.suspends = True
     ctx.frame, ctx.entered_at = child, offset
     result = run_child(child)
     if not isinstance(result, Suspended):

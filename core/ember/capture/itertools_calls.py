@@ -6,7 +6,8 @@ The combinatoric and slicing helpers (``product``, ``combinations``, ``permutati
 only arrange their arguments' items: they run for real over the lists of Vars themselves, so
 tensors stay graph values. Those that call a function or add (``accumulate``, ``starmap``,
 ``groupby``, ``takewhile``, ``dropwhile``, ``filterfalse``) call it through the capture.
-``count()`` is endless: it is an iterator read one item at a time (``next``, ``zip``).
+``count()`` is endless: it is an iterator read one item at a time (``next``, ``zip``), as is
+``islice`` of a lazy iterator (``lazy_iterators.py``).
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .builtin_calls import BUILTIN_HANDLERS, handles
 from .constants import as_const, python_value
-from .dispatch import call, handles_iter, iterate, truthy
+from . import lazy_iterators
+from .dispatch import call, handles_iter, handles_next, is_lazy, iterate, truthy
 from .exceptions import evaluate, run_ahead
 from .ops import binary
 from .values import ConstVar, IteratorVar, TupleVar, Var
@@ -50,6 +52,30 @@ for _fn, _iterables in [(itertools.product, slice(None)), (itertools.combination
                         (itertools.zip_longest, slice(None)), (itertools.islice, slice(0, 1)),
                         (itertools.pairwise, slice(0, 1))]:
     BUILTIN_HANDLERS[_fn] = _arranging(_fn, _iterables, constants=("repeat", "r"))
+_ISLICE = BUILTIN_HANDLERS[itertools.islice]
+
+
+@handles(itertools.islice)
+def _islice(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """``islice`` of a lazy iterator (a generator, ``count()``): read only as far as it goes."""
+    if not args or not is_lazy(args[0]) or kwargs or not 2 <= len(args) <= 4:
+        return _ISLICE(frame, args, kwargs)
+    bounds = slice(*(as_const(frame, a, "islice's bounds") for a in args[1:]))
+    start, step = bounds.start or 0, bounds.step or 1
+    return lazy_iterators.make(frame, "islice", [args[0]], index=start, stop=bounds.stop, step=step)
+
+
+@handles(itertools.tee)
+def _tee(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """``tee(it, n)``: n iterators over the same items (over a lazy one, sharing what they read)."""
+    n = as_const(frame, args[1] if len(args) > 1 else kwargs.get("n", ConstVar(2)), "tee's count")
+    if not isinstance(n, int) or n < 0:
+        frame.fail("itertools.tee with a count that is not a natural number")
+    if not is_lazy(args[0]):
+        items = iterate(frame, args[0])
+        return TupleVar([IteratorVar(list(items)) for _ in range(n)])
+    source, buffer = args[0], []
+    return TupleVar([lazy_iterators.make(frame, "tee", [source], buffer=buffer) for _ in range(n)])
 
 
 @handles(itertools.chain.from_iterable)
@@ -133,6 +159,8 @@ def _groupby(frame: "Frame", args: list, kwargs: dict) -> Var:
 class CountVar(Var):
     """``itertools.count(start, step)``: endless, read one item at a time."""
 
+    lazy = True
+
     def __init__(self, start: Var, step: Var) -> None:
         self.start = start
         self.step = step
@@ -157,25 +185,9 @@ def _count(frame: "Frame", args: list, kwargs: dict) -> Var:
     return CountVar(start, step)
 
 
-_ZIP, _NEXT = BUILTIN_HANDLERS[zip], BUILTIN_HANDLERS[next]
-
-
-@handles(zip)
-def _zip(frame: "Frame", args: list, kwargs: dict) -> Var:
-    """``zip`` with a ``count()`` among its arguments: as many of its items as the others have."""
-    if not any(isinstance(a, CountVar) for a in args):
-        return _ZIP(frame, args, kwargs)
-    finite = [iterate(frame, a) for a in args if not isinstance(a, CountVar)]
-    if not finite:
-        frame.fail("zip() of endless iterators only")
-    rows = min(len(c) for c in finite)
-    columns = [[a.next(frame) for _ in range(rows)] if isinstance(a, CountVar) else finite.pop(0) for a in args]
-    return IteratorVar([TupleVar(list(row)) for row in zip(*columns)])
-
-
-@handles(next)
-def _next(frame: "Frame", args: list, kwargs: dict) -> Var:
-    return args[0].next(frame) if args and isinstance(args[0], CountVar) else _NEXT(frame, args, kwargs)
+@handles_next(CountVar)
+def _count_next(frame: "Frame", var: CountVar, sent: Var | None) -> Var:
+    return var.next(frame)
 
 
 @handles_iter(CountVar)

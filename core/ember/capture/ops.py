@@ -19,7 +19,7 @@ from ..errors import Unsupported
 from . import environ, objects, optimizers, set_keys, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .container_types import python_method
-from .dispatch import call, iterate, load_attr, operator_hook, truthy
+from .dispatch import call, each_item, is_lazy, iterate, load_attr, operator_hook, truthy
 from .exceptions import Raised, evaluate, throw
 from .instances import pin
 from .inline import call_dunder
@@ -227,12 +227,23 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         if python_method(type(container.value), "__iter__") is not None:
             return any(is_same(frame, item, v) or truthy(frame, compare(frame, "==", v, item))
                        for v in iterate(frame, container))
+    if not (is_lazy(container) or isinstance(container, IteratorVar)):
+        try:
+            return python_value(item) in python_value(container)
+        except NotConstant:
+            pass
+    # an iterator is read only up to the item found, as Python reads it
+    return any(_equal(frame, item, v) for v in each_item(frame, container))
+
+
+def _equal(frame: "Frame", item: Var, v: Var) -> bool:
+    """``v is item or v == item``, for ``in`` over the items of an iterable."""
+    if is_same(frame, item, v):
+        return True
     try:
-        return python_value(item) in python_value(container)
+        return python_value(item) == python_value(v)
     except NotConstant:
-        pass
-    items = iterate(frame, container)
-    return any(is_same(frame, item, v) for v in items)
+        return False
 
 
 def _changed(frame: "Frame", var: ConstVar) -> bool:
@@ -453,8 +464,12 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
     raise AssertionError
 
 
-def get_iter(frame: "Frame", var: Var) -> IteratorVar:
-    if isinstance(var, IteratorVar):
+def get_iter(frame: "Frame", var: Var) -> Var:
+    """``iter(var)``: an iterator is itself; anything else is read now into an IteratorVar."""
+    if isinstance(var, UserObjectVar) and var.lazy:  # a Python iterator class: its __iter__ says
+        made = call_dunder(frame, var, "__iter__", [])
+        return var if made is None or made is var else get_iter(frame, made)
+    if isinstance(var, IteratorVar) or is_lazy(var):
         return var
     return IteratorVar(iterate(frame, var))
 

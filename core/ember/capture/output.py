@@ -15,6 +15,7 @@ import torch
 from ..errors import Unsupported
 from .collections_calls import DequeVar, rebuild_deque
 from .contexts import ModelledContext
+from .generator_outputs import ITERATOR_KINDS, parts as iterator_parts, rebuild_expr as rebuild_iterator
 from .graph import GraphBuilder
 from .inlined_contexts import GeneratorContextVar, rebuild_expr as rebuild_context
 from .sources import Constants
@@ -62,7 +63,8 @@ class OutputBuilder:
                 visit(var.owner)
             elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
                 visit(var.root)
-            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar, GeneratorContextVar)):
+            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar, GeneratorContextVar,
+                                  *ITERATOR_KINDS)):
                 counts[id(var)] = counts.get(id(var), 0) + 1
                 if counts[id(var)] > 1:
                     return
@@ -76,6 +78,8 @@ class OutputBuilder:
                     items = [*var.args, *var.kwargs.values()]
                 elif isinstance(var, FunctionVar):  # its cells are filled after (cell_lines)
                     items = [*var.defaults, *var.kwdefaults.values()]
+                elif isinstance(var, ITERATOR_KINDS):  # the items it has left, or the call making it again
+                    items = iterator_parts(var)
                 else:
                     items = var.items if isinstance(var, ListVar) else [  # values, and keys held by identity
                         *(k.var for k in var.items if isinstance(k, Identity)), *var.items.values()]
@@ -162,6 +166,8 @@ class OutputBuilder:
             return rebuild_object(self, var)
         if isinstance(var, GeneratorContextVar):
             return rebuild_context(self, var)
+        if isinstance(var, ITERATOR_KINDS):
+            return rebuild_iterator(self, var)
         if isinstance(var, TensorMethod):
             return f"{self.expr(var.tensor)}.{var.name}"
         if isinstance(var, ContainerMethod) and var.container.source is not None:  # bound to the real object

@@ -10,8 +10,8 @@ from .side_effects import SideEffects
 from .values import CellVar
 
 MAX_INLINE_DEPTH = 64
-# a generator the capture runs to completion: more items than this is taken as endless (Python would
-# stop pulling first, e.g. zip with a range), and capture gives up instead of running for minutes
+# a generator live after the graph has its items left run ahead (lazy_iterators.force): more items
+# than this is taken as endless, and capture gives up instead of running for minutes
 MAX_GENERATOR_ITEMS = 1_000
 
 
@@ -52,6 +52,9 @@ class CaptureState:
     #: the identity keys (set_keys.Identity) of dicts the capture holds: inputs among them are
     #: guarded to stay distinct objects, as the dicts tell them apart
     dict_identities: dict[Any, None] = dataclasses.field(default_factory=dict)
+    #: every generator the captured code made (values.GeneratorVar), in order: those it abandons
+    #: suspended are closed when it returns (generators.close_abandoned)
+    generators: list = dataclasses.field(default_factory=list)
 
     def real_cell(self, cell: Any, source: Any) -> CellVar:
         """The CellVar of a real closure cell read from ``source`` (its contents read on first

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .constants import as_const, lift
-from .dispatch import call, handles_attr, handles_iter, handles_len, handles_store, handles_truth, iterate
-from .exceptions import Raised, throw
+from .dispatch import (
+    call, each_item, handles_attr, handles_iter, handles_len, handles_next, handles_store, handles_truth, iterate,
+)
+from .exceptions import Raised, stop_value, throw
 from .inline import call_dunder, class_member, inline_call
 from .side_effects import DELETED
 from .values import ConstVar, InstanceDictVar, Var
@@ -39,9 +41,15 @@ class UserObjectVar(Var):
         self.items: dict[str, Var] = {}
         self.stand_in: Any = None  # what an object built over fake tensors holds in its place
         self.rebuilding = False  # its rebuild expression is being written (a cycle reaches it again)
+        self.result: Var = ConstVar(None)  # an iterator's: the value of the StopIteration that ended it
 
     def python_type(self) -> type:
         return self.cls
+
+    @property
+    def lazy(self) -> bool:
+        """An iterator (a Python ``__next__``): read one item at a time (dispatch.is_lazy)."""
+        return isinstance(inspect.getattr_static(self.cls, "__next__", None), types.FunctionType)
 
     def __repr__(self) -> str:
         return f"UserObjectVar({self.cls.__name__})"
@@ -163,9 +171,30 @@ def _len(frame: "Frame", var: UserObjectVar) -> Var:
 @handles_iter(UserObjectVar)
 def _iterate(frame: "Frame", var: UserObjectVar) -> list[Var]:
     result = call_dunder(frame, var, "__iter__", [])
+    if result is var and var.lazy:  # its own iterator: its __next__ until StopIteration
+        return list(each_item(frame, var))
     if result is not None:
         return iterate(frame, result)
     return _iterate_by_index(frame, var)
+
+
+@handles_next(UserObjectVar)
+def _next(frame: "Frame", var: UserObjectVar, sent: Var | None) -> Var | None:
+    """``__next__`` (``send(value)`` for a value sent through ``yield from``); None at StopIteration,
+    whose value is then the object's ``result``."""
+    try:
+        if sent is None or isinstance(sent, ConstVar) and sent.value is None:
+            item = call_dunder(frame, var, "__next__", [])
+        else:
+            item = call(frame, load_attr(frame, var, "send"), [sent], {})
+    except Raised as raised:
+        if isinstance(raised.value.value, StopIteration):
+            var.result = stop_value(raised.value)
+            return None
+        raise
+    if item is None:
+        frame.fail(f"next() of a {var.cls.__name__} (no Python __next__)")
+    return item
 
 
 def _iterate_by_index(frame: "Frame", var: UserObjectVar) -> list[Var]:

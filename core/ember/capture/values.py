@@ -10,8 +10,9 @@
 - :class:`EnvironVar`: ``os.environ``, whose reads are guarded one by one (``environ.py``).
 - :class:`FunctionVar`: a function created inside the captured code (``MAKE_FUNCTION``).
 - :class:`BoundMethodVar`: ``obj.method`` where the method is Python code to inline.
-- :class:`IteratorVar`: the state of a ``for`` loop over a materialised sequence (for a
-  generator run to completion, also the value it returned).
+- :class:`IteratorVar`: the state of a ``for`` loop over a materialised sequence.
+- :class:`GeneratorVar`: a generator made in the captured code, its body a suspended frame
+  resumed one item at a time (``generators.py``).
 - :class:`CellVar`: a closure cell, created inside the captured code or a real one.
 - :data:`NULL`: the NULL marker pushed before callables (``PUSH_NULL`` / ``LOAD_GLOBAL``).
 
@@ -254,6 +255,39 @@ class IteratorVar(Var):
         item = self.items[self.index]
         self.index += 1
         return item
+
+
+class GeneratorVar(Var):
+    """A generator made by calling a generator function (or a generator expression) in the captured
+    code: ``frame`` runs its body, suspended at a ``yield`` between items (``generators.py``).
+    ``fn``, ``args`` and ``kwargs``: the call that made it, to make it again after the graph
+    while it has not started. ``status``: "created", "suspended", "running" or "done"."""
+
+    lazy = True
+
+    def __init__(self, frame: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> None:
+        self.frame = frame
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.status = "created"
+        self.result: Var = ConstVar(None)  # what it returned, once done
+        self.handled: Any = None  # the exception its body was handling when it suspended
+        self.stale = False  # its frame ran on in an instruction that was undone (a graph break)
+        self.forced: list[Var] | None = None  # the items it had left, run ahead for the output
+
+    def python_type(self) -> type:
+        return types.GeneratorType
+
+    def save(self) -> tuple[str, Var]:
+        return self.status, self.result
+
+    def restore(self, saved: tuple[str, Var]) -> None:
+        self.status, self.result = saved
+        self.stale = True  # its frame cannot be put back
+
+    def __repr__(self) -> str:
+        return f"GeneratorVar({self.frame.code.co_name}, {self.status})"
 
 
 @dataclasses.dataclass(eq=False)

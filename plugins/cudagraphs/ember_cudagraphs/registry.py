@@ -4,7 +4,9 @@ The core never calls into plugins, so ``ember.reset()`` frees graphs indirectly:
 compiled entries, the wrappers they own are garbage collected, and a ``weakref.finalize`` per
 wrapper releases its recordings (graphs, pools, static buffers). A release that falls during a
 capture (the garbage collector may run there) is deferred until the capture ends.
-``release_memory()`` also collects cycles and hands the freed pools back to the device.
+``release_memory()`` also collects cycles and hands the freed pools back to the device, when a
+wrapper is alive to be freed: a full collection costs time in proportion to the whole heap, and
+``ember.reset()`` runs it on every reset once this module is imported.
 """
 from __future__ import annotations
 
@@ -59,7 +61,8 @@ def live_graphs() -> int:
 
 def release_memory() -> None:
     """Collect unreachable wrappers now and return the freed graph pools to the CUDA device."""
-    gc.collect()
+    if len(_LIVE):  # a wrapper not yet collected may be garbage in a cycle
+        gc.collect()
     import torch
 
     if torch.cuda.is_available() and torch.cuda.is_initialized():

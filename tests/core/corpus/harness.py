@@ -337,7 +337,11 @@ def set_global_state(state: dict[str, Any]) -> None:
         torch.set_autocast_dtype(device, dtype)
     torch.set_autocast_cache_enabled(state["autocast cache"])
     torch.set_default_dtype(state["default dtype"])
-    torch.set_default_device(state["default device"])
+    if torch.get_default_device() != state["default device"]:
+        # set_default_device("cpu") would leave a device mode on the torch-function stack of the
+        # whole process (every later torch call through Python); None is the CPU without one
+        device = state["default device"]
+        torch.set_default_device(None if device == torch.device("cpu") else device)
     torch.random.set_rng_state(state["rng state"])
 
 

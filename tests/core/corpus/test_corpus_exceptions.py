@@ -407,8 +407,25 @@ def generator_raises_later(x):
     return first + 1
 
 
-# the capture runs the generator to completion where it is called: refused, not mis-handled
-add("exception_in_generator_run_ahead", generator_raises_later, [(t(2),)], breaks="before Python would")
+# the generator runs lazily: its body has not raised yet when the first item is read
+add("exception_in_generator_not_raised_yet", generator_raises_later, [(t(2),)], graphs=1)
+
+
+def generator_raises_at_second_next(x):
+    def gen():
+        yield x
+        raise ValueError("late")
+
+    it = gen()
+    first = next(it)
+    try:
+        next(it)  # raised here, where Python raises it
+    except ValueError:
+        return first * 100
+    return first + 1
+
+
+add("exception_in_generator_raised_where_python_raises", generator_raises_at_second_next, [(t(2),)], graphs=1)
 
 
 def raise_inside_map(x, texts):
