@@ -136,6 +136,15 @@ class GuardSet:
                   f"{source.describe()} keys == {tuple(value.keys())!r}",
                   walk=(KEYS, tuple(value.keys())) if type(value) is dict else None)
 
+    def container_keys(self, source: Source, value: Any, reader: Any) -> None:
+        """An instance of a dict or set subclass: its type, and its keys (elements) in order, read
+        through the builtin's own ``reader`` (``dict.keys``, ``set.__iter__``): no override of its
+        class runs in the guard."""
+        t = self.consts.name(type(value), "t")
+        keys = tuple(reader(value))
+        self._add("keys", (source,), f"type({{0}}) is {t} and tuple({self.consts.name(reader, 'm')}({{0}})) == "
+                  f"{self.consts.name(keys, 'keys')}", f"{source.describe()} keys == {keys!r}")
+
     def tensor(self, source: Source, t: torch.Tensor, fake: torch.Tensor | None = None) -> None:
         """Type, dtype, device, sizes, strides and requires_grad; a size or stride that is
         symbolic in ``fake`` (a dynamic dimension) is not compared here: -1 in the spec, "any"

@@ -85,8 +85,9 @@ def test_every_product_module_has_a_docstring():
 #: The size budget of the product (core/ and plugins/, *.py), set about 5% above its size on
 #: 2026-12-02 (29,469 lines in 191 files; the largest, core/ember/capture/frame.py, 720 lines).
 #: Growing past either figure is a decision to make, not a drift: raise the number here, in the
-#: same commit, and say why in its message.
-MAX_PRODUCT_LINES = 31_000
+#: same commit, and say why in its message. Raised to 32,000 for issue 46's container subclasses
+#: (user_containers, container_dunders, py_operators: about 1,500 lines), on top of lazy generators.
+MAX_PRODUCT_LINES = 32_000
 MAX_FILE_LINES = 760
 
 

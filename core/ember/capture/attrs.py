@@ -18,12 +18,14 @@ import torch
 
 from .builder import wrap
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
+from .container_dunders import DUNDERS
+from .container_types import is_data_descriptor
 from .containers import ContainerMethod
 from .dispatch import handles_attr, handles_store, load_attr
 from .instances import by_type, pin
 from .sources import AttrSource, DictEntrySource, constant_source
 from .torch_ops import module_is_trusted
-from .values import BoundMethodVar, ConstVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
 
 @handles_attr(ConstVar)
 def _const_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
-    if type(obj.value) in (set, frozenset) and hasattr(obj.value, name) and not name.startswith("__"):
+    if type(obj.value) in (set, frozenset) and hasattr(obj.value, name) and (not name.startswith("__")
+                                                                           or name in DUNDERS):
         return ContainerMethod(obj, name)
     return _object_attr(frame, obj, name)
 
@@ -70,6 +73,10 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
         found = _module_attr(frame, obj, name)
         if found is not None:
             return found
+    held = _held_dict(frame, getattr(value, "__dict__", None)) if not isinstance(value, type) else None
+    if held is not None and name in held.items \
+            and not is_data_descriptor(inspect.getattr_static(type(value), name, None)):
+        return held.items[name]  # the code holds the object's __dict__: its attributes are read through it
     try:
         static = inspect.getattr_static(value, name)
     except AttributeError:
@@ -78,8 +85,10 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
             frame.fail(f"{type(value).__name__} object has no attribute {name!r}")
     instance_dict = getattr(value, "__dict__", None)
     is_class = isinstance(value, type)
-    if name == "__dict__" and any(key[0] == id(value) for key in frame.state.side_effects.attrs):
-        frame.fail(f"reading __dict__ of a {type(value).__name__} with stores not yet replayed")
+    if name == "__dict__" and not is_class and isinstance(instance_dict, dict) and obj.source is not None:
+        return _instance_dict(frame, obj, instance_dict)
+    if held is not None:  # not in the __dict__ the code holds
+        instance_dict = {}
     if not is_class and isinstance(instance_dict, dict) and name in instance_dict:
         return _wrap_attr(frame, obj, name, instance_dict[name])
     if not is_class:
@@ -110,6 +119,38 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
         pin(obj)  # a builtin method bound to this very object
         return ConstVar(attr)
     return _wrap_attr(frame, obj, name, attr)
+
+
+def _held_dict(frame: "Frame", instance_dict: Any) -> Var | None:
+    """The DictVar of a real object's ``__dict__`` when the captured code read it (``obj.__dict__``)."""
+    seen = frame.state.containers.get(id(instance_dict)) if isinstance(instance_dict, dict) else None
+    return seen[1] if seen is not None and seen[0] is instance_dict else None
+
+
+def _instance_dict(frame: "Frame", obj: ConstVar, instance_dict: dict) -> Var:
+    """``obj.__dict__`` of an object read from the frame: its dict, read through its source (its
+    changes replayed as a dict's); the attribute stores the code made before move into it, so
+    that it holds them, and later reads and stores go through it (``_held_dict``)."""
+    from .ops import mutable_dict
+    from .side_effects import DELETED
+
+    table = wrap(frame.state, instance_dict, AttrSource(obj.source, "__dict__"))
+    effects = frame.state.side_effects
+    pending = [key for key in effects.attrs if key[0] == id(obj.value)]
+    if not pending:
+        return table
+    if not isinstance(table, DictVar) or any(
+            is_data_descriptor(inspect.getattr_static(type(obj.value), key[1], None)) for key in pending):
+        frame.fail(f"reading __dict__ of a {type(obj.value).__name__} with stores not yet replayed")
+    items = mutable_dict(frame, table).items
+    for key in pending:
+        _, name, value = effects.attrs.pop(key)
+        effects.raw.discard(key)
+        if value is DELETED:
+            items.pop(name, None)
+        else:
+            items[name] = value
+    return table
 
 
 #: values of a module's attributes that are state, not code: read through a guard
@@ -158,7 +199,25 @@ def _store_const_attr(frame: "Frame", obj: ConstVar, name: str, value: Any, defa
         frame.fail(f"assignment to attribute {name!r} of a {cls.__name__} (a class, or a __setattr__ not in Python)")
     if isinstance(inspect.getattr_static(target, name, None), property):
         frame.fail(f"assignment to property {name!r}")
+    held = _held_dict(frame, getattr(target, "__dict__", None))
+    if held is not None and not is_data_descriptor(inspect.getattr_static(cls, name, None)):
+        _store_into_held(frame, held, name, value)  # the code holds its __dict__: stored there
+        return
     frame.state.side_effects.store_attr(obj, target, name, value, raw=default)
+
+
+def _store_into_held(frame: "Frame", held: Var, name: str, value: Any) -> None:
+    from .exceptions import throw
+    from .ops import mutable_dict
+    from .side_effects import DELETED
+
+    items = mutable_dict(frame, held).items
+    if value is not DELETED:
+        items[name] = value
+    elif name in items:
+        del items[name]
+    else:
+        throw(AttributeError(name))
 
 
 def _inline_custom_store(frame: "Frame", obj: Var, name: str, value: Any) -> bool:

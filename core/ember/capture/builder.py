@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .container_types import base_of, is_subclass_instance_type
 from .instances import InstanceVar, by_type
-from .sources import AttrSource, ItemSource, LocalSource, Source
-from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, Var
+from .sources import AttrSource, ItemSource, LocalSource, MethodCallSource, Source
+from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, UserDictVar, UserSetVar, Var
 
 if TYPE_CHECKING:
     from .state import CaptureState
@@ -61,6 +62,10 @@ def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: 
         else:  # its value is guarded by the relations the ShapeEnv records
             guards.type_match(source, value)
         return var
+    if source is not None and is_subclass_instance_type(type(value)):
+        made = _user_container(state, value, source)
+        if made is not None:
+            return made
     if isinstance(value, _PRIMITIVES) or isinstance(value, _TORCH_VALUES):
         if source is not None:
             guards.equals(source, value)
@@ -98,6 +103,31 @@ def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: 
             var.default_factory = wrap(state, value.default_factory, AttrSource(source, "default_factory") if source else None)
         return _one_var(state, value, var)
     return _opaque(state, value, source)
+
+
+def _user_container(state: "CaptureState", value: Any, source: Source) -> Var | None:
+    """An instance of a Python subclass of dict or set passed in: guarded on its type and its keys
+    (elements), read through the builtin's own methods so that no override of its class runs in
+    the guard; a dict's items are read the same way, through sources. None when its keys are not
+    constants the guard can compare."""
+    seen = state.containers.get(id(value))
+    if seen is not None and seen[0] is value:
+        state.guards.same_object(source, seen[1].source)
+        return seen[1]
+    base = base_of(type(value))
+    reader = base.keys if issubclass(base, dict) else base.__iter__
+    keys = list(reader(value))
+    if not all(_is_key(k) for k in keys):
+        return None
+    state.guards.container_keys(source, value, reader)
+    if not issubclass(base, dict):
+        return _one_var(state, value, UserSetVar(set(keys), set_type=type(value), source=source, real=value))
+    getter = base.__getitem__
+    items = {k: wrap(state, getter(value, k), MethodCallSource(source, getter, (k,), "__getitem__")) for k in keys}
+    var = UserDictVar(items, source, type(value), real=value)
+    if isinstance(value, collections.defaultdict):
+        var.default_factory = wrap(state, value.default_factory, AttrSource(source, "default_factory"))
+    return _one_var(state, value, var)
 
 
 def _one_var(state: "CaptureState", value: Any, var: Var) -> Var:

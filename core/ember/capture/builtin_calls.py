@@ -28,7 +28,8 @@ from .torch_ops import BINARY_OPS
 from .symbolic import sym_int, sym_minmax
 from .user_objects import UserObjectVar
 from .values import (
-    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, TensorVar, TupleVar, Var,
+    BoundMethodVar, ConstVar, DictVar, EnvironVar, FunctionVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar,
+    UserDictVar, UserSetVar, Var,
 )
 
 if TYPE_CHECKING:
@@ -182,6 +183,8 @@ def _make_set(set_type: type) -> Handler:
     def handler(frame: "Frame", args: list, kwargs: dict) -> Var:
         if not args:
             return set_keys.make(frame, (), set_type)
+        if isinstance(args[0], SetVar):  # a set (a subclass's too) is read as its elements, not iterated
+            return set_keys.make(frame, set(args[0].items), set_type)
         try:
             values = python_value(args[0])  # the same kind of argument as in Python (a list, a dict...)
         except NotConstant:
@@ -207,7 +210,7 @@ def _dict(frame: "Frame", args: list, kwargs: dict, dict_type: type = dict) -> V
         else:
             for pair in iterate(frame, src):
                 key, value = iterate(frame, pair)
-                items[as_const(frame, key, "a dict key")] = value
+                items[set_keys.dict_key(frame, key)] = value
     items.update(kwargs)
     return DictVar(items, dict_type=dict_type)
 
@@ -225,6 +228,27 @@ def _fold_or_reduce(frame: "Frame", args: list, pick: Callable) -> Var:
         return lift(pick(values))
     frame.fail(f"{pick.__name__}() over tensors compares tensor data (use torch.maximum/minimum)")
     raise AssertionError
+
+
+@handles(sorted)
+def _sorted(frame: "Frame", args: list, kwargs: dict) -> Var:
+    """``sorted(iterable, key=None, reverse=False)``: the items (any Vars) ordered by their Python
+    values, or by what ``key`` gives for each (inlined); a new list of the same items."""
+    if len(args) != 1 or set(kwargs) - {"key", "reverse"}:
+        throw(TypeError("sorted expects 1 positional argument and key, reverse keywords"))
+    items = iterate(frame, args[0])
+    key = kwargs.get("key", ConstVar(None))
+    reverse = truthy(frame, kwargs.get("reverse", ConstVar(False)))
+    if not (isinstance(key, ConstVar) and key.value is None):
+        with run_ahead(frame, "sorted()'s key"):
+            keys = [call(frame, key, [item], {}) for item in items]
+    else:
+        keys = items
+    values = [_const_or_none(k) for k in keys]
+    if any(v is NotConstant for v in values):
+        frame.fail("sorted() compares tensors or captured objects")
+    order = evaluate(sorted, range(len(items)), key=values.__getitem__, reverse=reverse)
+    return ListVar([items[i] for i in order])
 
 
 @handles(max)
@@ -365,7 +389,7 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
 
     if isinstance(obj, PartialVar):  # a partial's attributes are its type's and func/args/keywords
         return ConstVar(hasattr(_A_PARTIAL, name))
-    if isinstance(obj, (UserObjectVar, ShadowVar)):  # a property or __getattr__ may raise
+    if isinstance(obj, (UserObjectVar, ShadowVar, UserDictVar, UserSetVar)):  # a property or __getattr__ may raise
         try:
             load_attr(frame, obj, name)
             return ConstVar(True)

@@ -16,8 +16,8 @@ from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
 from . import (
-    autograd_functions, collections_calls, contexts, global_state, hooks, inlined_contexts, locks, objects, optimizers,
-    scalar_tensors, skips, unbacked, user_objects,
+    autograd_functions, collections_calls, containers, contexts, global_state, hooks, inlined_contexts, locks, objects,
+    optimizers, scalar_tensors, skips, unbacked, user_containers, user_objects,
 )
 from .builtin_arity import check_arguments
 from .builtin_calls import BUILTIN_HANDLERS
@@ -83,6 +83,14 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return contexts.make_context(frame, value, args, kwargs)
     if inlined_contexts.is_contextmanager_helper(value):
         return inlined_contexts.helper_call(frame, fn, args, kwargs)
+    if containers.is_unbound_method(value):  # ``set.add(s, x)``, ``dict.__eq__(a, b)``
+        result = containers.call_unbound(frame, value, args, kwargs)
+        if result is not None:
+            return result
+    if user_containers.is_builtin_new(value):  # ``dict.__new__(cls)``, ``super().__new__(cls)``
+        return user_containers.builtin_new(frame, value.__self__, args, kwargs)
+    if containers.is_fromkeys(value):
+        return containers.from_keys(frame, value.__self__, args, kwargs)
     handler = _builtin_handler(value)
     if handler is not None:
         check_arguments(value, args, kwargs)  # what does not fit raises as in Python
@@ -146,6 +154,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return collections_calls.call_enum(frame, value, args, kwargs)
     if isinstance(value, collections_calls.GETTERS):
         return collections_calls.call_getter(frame, value, args, kwargs)
+    if user_containers.can_construct(value):  # a Python subclass of dict or set
+        return user_containers.construct(frame, value, args, kwargs)
     if is_pure_function(value) or (isinstance(value, type) and value.__module__ == "builtins") \
             or is_plain_exception_class(value):
         try:
@@ -260,7 +270,7 @@ def _read_only_method(frame: "Frame", descriptor: Any, args: list[Var], kwargs: 
         call_args = tuple(python_value(a) for a in args[1:])
     except NotConstant:
         frame.fail(f"{descriptor.__qualname__} with tensor arguments")
-    result = descriptor(owner.value, *call_args)
+    result = evaluate(descriptor, owner.value, *call_args)  # what it raises (tuple.index's miss), as in Python
     if isinstance(result, _VIEWS):  # a live view: of a constant, its items now; of an input, its container
         if owner.source is None:
             return lift(list(result))

@@ -6,12 +6,16 @@ during capture as a Var. Every other module of capture builds on these two.
 """
 from __future__ import annotations
 
+import collections
 import types
 from typing import TYPE_CHECKING, Any
 
 from .instances import pin
 from .symbolic import SliceVar, SymVar
-from .values import BoundMethodVar, ConstVar, DictVar, DictViewVar, Identity, ListVar, SetVar, TensorVar, TupleVar, Var
+from .values import (
+    BoundMethodVar, ConstVar, DictVar, DictViewVar, Identity, ListVar, SetVar, TensorVar, TupleVar, UserDictVar, UserSetVar,
+    Var,
+)
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -50,16 +54,27 @@ def python_value(var: Var, specialize: bool = True) -> Any:
         return var.tuple_type(items)
     if isinstance(var, ListVar):
         return [python_value(v, specialize) for v in var.items]
+    if isinstance(var, (UserDictVar, UserSetVar)):  # its class's Python code must not run for real
+        raise NotConstant("an instance of a subclass of a builtin container")
     if isinstance(var, DictVar):
-        return {k: python_value(v, specialize) for k, v in var.items.items()}
+        if any(isinstance(k, Identity) for k in var.items):
+            raise NotConstant("a dict keyed by tensors or objects")
+        items = {k: python_value(v, specialize) for k, v in var.items.items()}
+        if var.dict_type is dict:
+            return items
+        if issubclass(var.dict_type, collections.defaultdict):
+            factory = var.default_factory
+            return var.dict_type(None if factory is None else python_value(factory, specialize), items)
+        return var.dict_type(items)  # an OrderedDict (its order compared), a Counter
     if isinstance(var, SetVar):
         if any(isinstance(i, Identity) for i in var.items):
             raise NotConstant("a set holding tensors")
         return var.set_type(var.items)
-    if isinstance(var, DictViewVar) and isinstance(var.mapping, DictVar):  # a view of a copy, read now
+    if isinstance(var, DictViewVar) and isinstance(var.mapping, DictVar) \
+            and not any(isinstance(k, Identity) for k in var.mapping.items):  # a view of a copy, read now
         if var.kind == "keys":  # the keys alone, whatever the values are
             return dict.fromkeys(var.mapping.items).keys()
-        return getattr(python_value(var.mapping, specialize), var.kind)()
+        return getattr({k: python_value(v, specialize) for k, v in var.mapping.items.items()}, var.kind)()
     if isinstance(var, BoundMethodVar):
         return types.MethodType(python_value(var.func, specialize), python_value(var.self_var, specialize))
     raise NotConstant(type(var).__name__)

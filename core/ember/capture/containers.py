@@ -9,13 +9,18 @@ namedtuple's fields are its items. ``keys()``, ``values()`` and ``items()`` are 
 from __future__ import annotations
 
 import collections
+import types
 from typing import TYPE_CHECKING, Any
 
 from . import set_keys
 from .collections_calls import COUNTER_READS, DequeVar, counter_method, deque_method, ordered_dict_method
 from .constants import NotConstant, lift, python_value
+from .container_dunders import (
+    DUNDERS, call_dunder_method, calls_back, container_type, dict_copy, is_set_like, update_from,
+)
+from .container_types import base_of
 from .dispatch import (
-    each_item, handles_attr, handles_call, handles_iter, handles_len, handles_next, handles_truth, iterate,
+    call, each_item, handles_attr, handles_call, handles_iter, handles_len, handles_next, handles_truth, iterate,
 )
 from .exceptions import evaluate, throw
 from .objects import ShadowVar, mapping_items
@@ -38,8 +43,17 @@ class ContainerMethod(Var):
 def _container_attr(frame: "Frame", obj: Var, name: str) -> Var:
     if name == "maxlen" and isinstance(obj, DequeVar):
         return ConstVar(obj.maxlen)
-    if name.startswith("__"):
+    kind = obj.python_type()
+    if name == "__class__":
+        return ConstVar(kind)
+    if name == "default_factory" and isinstance(obj, DictVar) and obj.default_factory is not None:
+        return obj.default_factory
+    if not hasattr(kind, name):
+        throw(AttributeError(f"{kind.__name__!r} object has no attribute {name!r}"))
+    if name.startswith("__") and not (isinstance(obj, (DictVar, SetVar, ListVar, TupleVar)) and name in DUNDERS):
         frame.fail(f"attribute {name} of a container")
+    if name == "fromkeys":  # a class method: bound to the class
+        return ConstVar(getattr(kind, name))
     return ContainerMethod(obj, name)
 
 
@@ -60,7 +74,7 @@ def _iterate_sequence(frame: "Frame", var: TupleVar | ListVar) -> list[Var]:
 
 @handles_iter(DictVar)
 def _iterate_dict(frame: "Frame", var: DictVar) -> list[Var]:
-    return [ConstVar(k) for k in var.items]
+    return [set_keys.key_var(k) for k in var.items]
 
 
 @handles_iter(SetVar)
@@ -104,10 +118,10 @@ def view_pairs(frame: "Frame", view: DictViewVar) -> list[tuple[Any, Var]]:
 def _iterate_view(frame: "Frame", view: DictViewVar) -> list[Var]:
     pairs = view_pairs(frame, view)
     if view.kind == "keys":
-        return [lift(k) for k, _ in pairs]
+        return [set_keys.element(k) for k, _ in pairs]
     if view.kind == "values":
         return [v for _, v in pairs]
-    return [TupleVar([lift(k), v]) for k, v in pairs]
+    return [TupleVar([set_keys.element(k), v]) for k, v in pairs]
 
 
 @handles_len(DictViewVar)
@@ -133,13 +147,19 @@ def _container_truth(frame: "Frame", var: Var) -> bool:
 @handles_call(ContainerMethod)
 def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     obj, name = fn.container, fn.name
+    if name.startswith("__") and name in DUNDERS and (isinstance(obj, (DictVar, SetVar, ListVar, TupleVar))
+                                                      or is_set_like(obj)):
+        return call_dunder_method(frame, obj, name, args, kwargs)
     if isinstance(obj, DequeVar):
         result = deque_method(frame, obj, name, args)
         if result is not None:
             return result
     if isinstance(obj, ListVar):
+        if kwargs:
+            frame.fail(f"list.{name} with keyword arguments")
         return _list_method(frame, obj, name, args)
     if isinstance(obj, DictVar):
+        calls_back(frame, obj, name)
         return _dict_method(frame, obj, name, args, kwargs)
     if isinstance(obj, (SetVar, ConstVar)):
         return _set_method(frame, obj, name, args, kwargs)
@@ -155,12 +175,27 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
     raise AssertionError
 
 
+#: how many positional arguments a list method takes (at least, at most)
+_LIST_ARITY = {"append": (1, 1), "extend": (1, 1), "insert": (2, 2), "pop": (0, 1), "reverse": (0, 0),
+               "clear": (0, 0), "copy": (0, 0), "count": (1, 1), "index": (1, 3)}
+
+
 def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Var:
+    low, high = _LIST_ARITY.get(name, (0, len(args)))
+    if not low <= len(args) <= high:
+        throw(TypeError(f"list.{name}() takes {low if low == high else f'{low} to {high}'} arguments "
+                        f"({len(args)} given)"))
     if name in ("index", "count", "copy", "__len__"):
+        if name == "copy" and isinstance(obj, DequeVar):
+            made = DequeVar(list(obj.items))
+            made.maxlen = obj.maxlen
+            return made
         if name == "copy":
             return ListVar(list(obj.items))
         try:
             values = [python_value(v) for v in obj.items]
+            if isinstance(obj, DequeVar):  # its own messages (``'z' is not in deque``)
+                values = collections.deque(values)
             return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
         except NotConstant:
             frame.fail(f"list.{name} over tensors")
@@ -196,6 +231,8 @@ def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var]
 
 def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
     items = obj.items
+    if name == "popitem" and not issubclass(obj.dict_type, collections.OrderedDict) and (args or kwargs):
+        throw(TypeError(f"dict.popitem() takes no arguments ({len(args) + len(kwargs)} given)"))
     if name in ("move_to_end", "popitem"):
         return ordered_dict_method(frame, mutable_dict(frame, obj).items, name, args, kwargs)
     if kwargs and name != "update":
@@ -207,30 +244,40 @@ def _dict_method(frame: "Frame", obj: DictVar, name: str, args: list[Var], kwarg
             throw(TypeError(f"dict.{name}() takes no arguments ({len(args)} given)"))
         return DictViewVar(obj, name)
     if name == "get":
-        key = python_value(args[0])
+        if not 1 <= len(args) <= 2:
+            throw(TypeError(f"get expected 1 or 2 arguments, got {len(args)}"))
+        key = set_keys.dict_key(frame, args[0])
         return items.get(key, args[1] if len(args) > 1 else ConstVar(None))
     if name == "copy":
-        return DictVar(dict(items), dict_type=obj.dict_type, default_factory=obj.default_factory)
+        if args:
+            throw(TypeError(f"dict.copy() takes no arguments ({len(args)} given)"))
+        return dict_copy(frame, obj)
     if name == "__contains__":
-        return ConstVar(python_value(args[0]) in items)
+        return ConstVar(set_keys.dict_key(frame, args[0]) in items)
     table = mutable_dict(frame, obj).items
     if name == "update":
-        from .ops import dict_items
-
+        if len(args) > 1:
+            throw(TypeError(f"update expected at most 1 argument, got {len(args)}"))
         if args:
-            table.update(dict_items(frame, args[0]))
+            update_from(frame, table, args[0])
         table.update(kwargs)
         return ConstVar(None)
     if name == "pop":
-        key = python_value(args[0])
+        if not 1 <= len(args) <= 2:
+            throw(TypeError(f"pop expected 1 or 2 arguments, got {len(args)}"))
+        key = set_keys.dict_key(frame, args[0])
         if key in table:
             return table.pop(key)
         if len(args) > 1:
             return args[1]
         throw(KeyError(key))
     if name == "setdefault":
-        return table.setdefault(python_value(args[0]), args[1] if len(args) > 1 else ConstVar(None))
+        if not 1 <= len(args) <= 2:
+            throw(TypeError(f"setdefault expected 1 or 2 arguments, got {len(args)}"))
+        return table.setdefault(set_keys.dict_key(frame, args[0]), args[1] if len(args) > 1 else ConstVar(None))
     if name == "clear":
+        if args:
+            throw(TypeError(f"dict.clear() takes no arguments ({len(args)} given)"))
         table.clear()
         return ConstVar(None)
     frame.fail(f"dict.{name} is not supported")
@@ -245,14 +292,16 @@ _SET_WRITES = {"add", "discard", "remove", "pop", "clear", "update", "intersecti
 
 def _set_method(frame: "Frame", obj: Var, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """A method of a set (a SetVar, or a set or frozenset from outside): evaluated on its elements
-    (tensors and objects by identity, ``set_keys``)."""
-    set_type = obj.set_type if isinstance(obj, SetVar) else type(obj.value)
+    (tensors and objects by identity, ``set_keys``); a subclass's instance as its builtin set."""
+    set_type = base_of(obj.set_type if isinstance(obj, SetVar) else type(obj.value))
     if name in _SET_WRITES and set_type is frozenset:
         throw(AttributeError(f"'frozenset' object has no attribute {name!r}"))
     if kwargs or name not in _SET_READS | _SET_WRITES:
         frame.fail(f"{set_type.__name__}.{name} is not supported")
-    if name in ("add", "discard", "remove"):
+    if name == "add":
         values = [set_keys.key(frame, a) for a in args]
+    elif name in ("discard", "remove"):
+        values = [set_keys.lookup(frame, a) for a in args]
     else:
         values = [_set_argument(frame, a) for a in args]
     if name in _SET_WRITES:
@@ -274,4 +323,57 @@ def _set_argument(frame: "Frame", var: Var) -> Any:
         return [set_keys.key(frame, v) for v in iterate(frame, var)]
 
 
-__all__ = ["ContainerMethod", "container_method"]
+_OWNERS = (dict, collections.OrderedDict, collections.defaultdict, set, frozenset)
+_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def is_unbound_method(value: Any) -> bool:
+    """``set.add``, ``dict.__eq__``: a builtin container's method read from its class."""
+    return isinstance(value, _DESCRIPTORS) and value.__objclass__ in _OWNERS
+
+
+def call_unbound(frame: "Frame", descriptor: Any, args: list[Var], kwargs: dict[str, Var]) -> Var | None:
+    """``set.add(s, x)``: the builtin's method on a container the capture holds (a subclass's
+    instance too, its overrides left out); None for another first argument."""
+    owner, name = descriptor.__objclass__, descriptor.__name__
+    if not args:
+        throw(TypeError(f"unbound method {owner.__name__}.{name}() needs an argument"))
+    obj = args[0]
+    if not (isinstance(obj, (DictVar, SetVar)) or is_set_like(obj)):
+        return None
+    kind = container_type(obj)
+    if not issubclass(kind, owner):
+        throw(TypeError(f"descriptor {name!r} for {owner.__name__!r} objects doesn't apply to a "
+                        f"{kind.__name__!r} object"))
+    return container_method(frame, ContainerMethod(obj, name), list(args[1:]), kwargs)
+
+
+def is_fromkeys(value: Any) -> bool:
+    """``dict.fromkeys``, ``OrderedDict.fromkeys``, ``Sub.fromkeys``: bound to the class."""
+    return isinstance(value, types.BuiltinMethodType) and value.__name__ == "fromkeys" \
+        and isinstance(value.__self__, type) and issubclass(value.__self__, dict)
+
+
+def from_keys(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``cls.fromkeys(iterable, value=None)``: a dict or OrderedDict built here; any other class is
+    called and filled item by item, so that its own code runs as in Python."""
+    owner = next(k for k in cls.__mro__ if "fromkeys" in k.__dict__)
+    if owner is collections.OrderedDict and set(kwargs) == {"value"} and len(args) == 1:  # its value has a name
+        args = [*args, kwargs.pop("value")]
+    if kwargs:
+        throw(TypeError(f"{owner.__name__}.fromkeys() takes no keyword arguments"))
+    if not 1 <= len(args) <= 2:
+        throw(TypeError(f"fromkeys expected {'at least 1' if not args else 'at most 2'} arguments, got {len(args)}"))
+    value = args[1] if len(args) > 1 else ConstVar(None)
+    if cls in (dict, collections.OrderedDict):
+        keys = [set_keys.dict_key(frame, k) for k in iterate(frame, args[0])]
+        return DictVar(dict.fromkeys(keys, value), dict_type=cls)
+    from .ops import setitem
+
+    made = call(frame, ConstVar(cls), [], {})
+    for key in iterate(frame, args[0]):
+        setitem(frame, made, key, value)
+    return made
+
+
+__all__ = ["ContainerMethod", "call_unbound", "container_method", "from_keys", "is_fromkeys", "is_unbound_method"]

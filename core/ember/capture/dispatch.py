@@ -5,7 +5,7 @@ Each module that defines a kind of value registers its handlers here when it is 
 (``@handles_call(ContextExit)``, ``@handles_attr(TensorVar)``, ``@handles_iter(ListVar)``...), as
 the inductor's lowerings register per aten op; ``capture/__init__`` imports those modules, so
 the tables are full before any capture runs. :func:`call`, :func:`load_attr`,
-:func:`store_attr`, :func:`iterate`, :func:`length` and :func:`truthy` look the handler up
+:func:`store_attr`, :func:`iterate`, :func:`length`, :func:`truthy` and :func:`operator_hook` look the handler up
 along the value's class hierarchy; a kind with no handler is refused (the graph breaks there: tensors and
 constants have handlers of every protocol, so the refusal names the Var's class). This module
 imports no other module of capture that could call back into it: any module may use it without
@@ -36,6 +36,12 @@ NextHandler = Callable[["Frame", Var, "Var | None"], "Var | None"]
 LenHandler = Callable[["Frame", Var], Var]
 #: ``(frame, var)``: ``bool(var)``
 TruthHandler = Callable[["Frame", Var], bool]
+
+#: ``(frame, name, operands)``: an operator on a kind whose class may write it in Python: a binary
+#: operator symbol (``"|"``, ``"|="``), a comparison (``"=="``), ``"[]"`` (obj, index), ``"[]="`` (obj,
+#: index, value), ``"del []"`` (obj, index) or ``"in"`` (container, item); the result, or None for
+#: the builtin behaviour (``ops`` goes on as for any value)
+OperatorHandler = Callable[["Frame", str, list[Var]], "Var | None"]
 
 H = TypeVar("H")
 
@@ -72,13 +78,31 @@ NEXTS: Table[NextHandler] = Table()
 LENS: Table[LenHandler] = Table()
 TRUTHS: Table[TruthHandler] = Table()
 
+OPERATORS: Table[OperatorHandler] = Table()
+
 handles_call = CALLS.register
+handles_operator = OPERATORS.register
 handles_attr = ATTRS.register
 handles_store = STORES.register
 handles_iter = ITERS.register
 handles_next = NEXTS.register
 handles_len = LENS.register
 handles_truth = TRUTHS.register
+
+
+def operator_hook(frame: "Frame", name: str, operands: list[Var], reflected: bool = False) -> Var | None:
+    """What the handler of the first operand (then, for a binary operator or a comparison,
+    ``reflected``, of the second) gives for the operator ``name``; None when none has one or all
+    decline."""
+    tried = []
+    for var in operands[:2 if reflected else 1]:
+        handler = OPERATORS.lookup(var)
+        if handler is not None and handler not in tried:
+            tried.append(handler)
+            result = handler(frame, name, operands)
+            if result is not None:
+                return result
+    return None
 
 
 def call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -165,8 +189,9 @@ def truthy(frame: "Frame", var: Var) -> bool:
 
 
 __all__ = [
-    "ATTRS", "CALLS", "ITERS", "LENS", "NEXTS", "STORES", "TRUTHS", "AttrHandler", "CallHandler", "IterHandler",
-    "LenHandler", "NextHandler", "StoreHandler", "Table", "TruthHandler", "call", "each_item", "handles_attr",
-    "handles_call", "handles_iter", "handles_len", "handles_next", "handles_store", "handles_truth", "is_lazy",
-    "iterate", "length", "load_attr", "next_item", "store_attr", "truthy",
+    "ATTRS", "CALLS", "ITERS", "LENS", "NEXTS", "OPERATORS", "STORES", "TRUTHS", "AttrHandler", "CallHandler",
+    "IterHandler", "LenHandler", "NextHandler", "OperatorHandler", "StoreHandler", "Table", "TruthHandler", "call",
+    "each_item", "handles_attr", "handles_call", "handles_iter", "handles_len", "handles_next", "handles_operator",
+    "handles_store", "handles_truth", "is_lazy", "iterate", "length", "load_attr", "next_item", "operator_hook",
+    "store_attr", "truthy",
 ]

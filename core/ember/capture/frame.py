@@ -502,7 +502,7 @@ class Frame:
 
     def BUILD_MAP(self, ins: Instr) -> None:
         flat = self.popn(2 * ins.arg)
-        items = {ops.as_const(self, flat[i], "a dict key"): flat[i + 1] for i in range(0, len(flat), 2)}
+        items = {set_keys.dict_key(self, flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
         self.push(DictVar(items))
 
     def BUILD_CONST_KEY_MAP(self, ins: Instr) -> None:
@@ -538,7 +538,7 @@ class Frame:
     def MAP_ADD(self, ins: Instr) -> None:
         value = self.pop()
         key = self.pop()
-        ops.mutable_dict(self, self.stack[-ins.arg]).items[ops.as_const(self, key, "a dict key")] = value
+        ops.mutable_dict(self, self.stack[-ins.arg]).items[set_keys.dict_key(self, key)] = value
 
     def DICT_UPDATE(self, ins: Instr) -> None:
         other = self.pop()

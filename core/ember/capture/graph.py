@@ -28,7 +28,7 @@ from .eager_checks import CheckedFakeTensorMode
 from .positions import WalkedFrame, stack_trace
 from .sources import Source
 from .symbolic import InputToken, SliceVar, SymVar, constant_of, has_symbolic, wrap_value
-from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
+from .values import ConstVar, DictVar, Identity, ListVar, TensorVar, TupleVar, UserDictVar, Var
 
 _FAKE_ERRORS: tuple[type[BaseException], ...]
 try:
@@ -367,7 +367,8 @@ def _convert(var: Var, tensor_fn: Callable[[TensorVar], Any], sym_fn: Callable[[
         return var.tuple_type(items)
     if isinstance(var, ListVar):
         return [_convert(v, tensor_fn, sym_fn) for v in var.items]
-    if isinstance(var, DictVar):
+    if isinstance(var, DictVar) and not isinstance(var, UserDictVar) \
+            and not any(isinstance(k, Identity) for k in var.items):  # keys that are Python values
         return {k: _convert(v, tensor_fn, sym_fn) for k, v in var.items.items()}
     raise Unsupported(f"cannot pass a {type(var).__name__} to a torch function")
 

@@ -69,8 +69,8 @@ def _bind(frame: "Frame", code: types.CodeType, n_defaults: int, kw_defaults: An
     sig = sig.replace(parameters=new_params)
     try:
         bound = sig.bind(*args, **kwargs)
-    except TypeError as exc:
-        frame.fail(f"{code.co_name}() {exc}")
+    except TypeError as exc:  # what Python raises at the call, which the caller may catch
+        throw(TypeError(f"{code.co_qualname}() {exc}"))
     bound.apply_defaults()
     result: dict[str, Var] = {}
     for name, value in bound.arguments.items():

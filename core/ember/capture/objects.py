@@ -33,7 +33,7 @@ from .exceptions import throw
 from .inline import call_dunder, class_member
 from .side_effects import DELETED
 from .user_objects import UserObjectVar
-from .values import ConstVar, DictVar, DictViewVar, ListVar, TensorVar, TupleVar, Var
+from .values import ConstVar, DictVar, DictViewVar, Identity, ListVar, TensorVar, TupleVar, UserDictVar, UserSetVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -136,6 +136,8 @@ def to_shadow(frame: "Frame", var: Var) -> Any:
             var.stand_in = var.cls.__new__(var.cls)
             frame.state.shadows[id(var.stand_in)] = var
         return var.stand_in
+    if isinstance(var, (UserDictVar, UserSetVar)):  # real code would run its class's overrides
+        frame.fail(f"a {var.python_type().__name__} (a container subclass) handed to an object built in captured code")
     if isinstance(var, (ListVar, DictVar)):
         return _stand_in(frame, var)
     if isinstance(var, TupleVar):
@@ -178,6 +180,8 @@ def _fill(frame: "Frame", entry: list) -> None:
     if isinstance(var, ListVar):
         stand_in[:] = [to_shadow(frame, v) for v in var.items]
     else:
+        if any(isinstance(k, Identity) for k in var.items):
+            frame.fail("a dict keyed by tensors or objects handed to an object built in captured code")
         values = {k: to_shadow(frame, v) for k, v in var.items.items()}
         stand_in.clear()
         stand_in.update(values)

@@ -18,8 +18,9 @@ import torch
 from ..errors import Unsupported
 from . import environ, objects, optimizers, set_keys, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
-from .dispatch import call, each_item, is_lazy, iterate, truthy
-from .exceptions import evaluate, throw
+from .container_types import python_method
+from .dispatch import call, each_item, is_lazy, iterate, load_attr, operator_hook, truthy
+from .exceptions import Raised, evaluate, throw
 from .instances import pin
 from .inline import call_dunder
 from .objects import ShadowVar
@@ -27,7 +28,8 @@ from .symbolic import SliceVar, SymVar, is_operand, record
 from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
-    NULL, ConstVar, DictVar, DictViewVar, EnvironVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, Var, contains_tensor,
+    NULL, ConstVar, DictVar, DictViewVar, EnvironVar, IteratorVar, ListVar, SetVar, TensorVar, TupleVar, UserDictVar, Var,
+    contains_tensor,
 )
 
 if TYPE_CHECKING:
@@ -56,6 +58,9 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
     op = BINARY_OPS.get(symbol)
     if op is None:
         frame.fail(f"binary operator {symbol!r} is not supported")
+    hooked = operator_hook(frame, symbol, [a, b], reflected=True)  # a class's own Python operator
+    if hooked is not None:
+        return hooked
     if symbol.endswith("=") and not _has_inplace_method(a, op):
         # Python's protocol: `a += b` without `type(a).__iadd__` is `a = a + b` (`total = 0; total += t`)
         return binary(frame, symbol[:-1], a, b)
@@ -66,7 +71,8 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
     if (isinstance(a, SymVar) or isinstance(b, SymVar)) and is_operand(a) and is_operand(b):
         return record(frame, op, [a, b])
     # in-place forms that mutate their left operand (seen by every alias, replayed if it has a source)
-    if symbol in _SET_INPLACE and (isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):
+    if symbol in _SET_INPLACE and _is_set(b) and (  # with another operand, set's in-place form declines
+            isinstance(a, SetVar) or isinstance(a, ConstVar) and isinstance(a.value, set)):
         target = mutable_set(frame, a)
         target.items = evaluate(op, target.items, set_keys.keys_of(frame, b) if _is_set(b) else python_value(b))
         return a
@@ -136,6 +142,9 @@ def unary(frame: "Frame", name: str, a: Var) -> Var:
 
 def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
     op = COMPARE_OPS[symbol]
+    hooked = operator_hook(frame, symbol, [a, b], reflected=True)
+    if hooked is not None:
+        return hooked
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return frame.state.graph.call("call_function", op, (a, b), {})
     if (isinstance(a, SymVar) or isinstance(b, SymVar)) and is_operand(a) and is_operand(b):
@@ -194,18 +203,30 @@ def is_same(frame: "Frame", a: Var, b: Var) -> bool:
 
 
 def contains(frame: "Frame", container: Var, item: Var) -> bool:
+    hooked = operator_hook(frame, "in", [container, item])
+    if hooked is not None:
+        return truthy(frame, hooked)
     if isinstance(container, DictVar):
-        return as_const(frame, item, "a dict key") in container.items
+        return set_keys.dict_key(frame, item) in container.items
+    if isinstance(container, DictViewVar) and container.kind == "keys" and isinstance(container.mapping, DictVar):
+        return set_keys.dict_key(frame, item) in container.mapping.items
     if isinstance(container, DictViewVar) and container.kind == "keys":  # the dict's keys now
-        return as_const(frame, item, "a dict key") in {python_value(k) for k in iterate(frame, container)}
+        return set_keys.dict_key(frame, item) in {python_value(k) for k in iterate(frame, container)}
     if isinstance(container, ShadowVar):
         return objects.contains(frame, container, item)
     if isinstance(container, EnvironVar):
         return environ.contains(frame, container, as_const(frame, item, "an environment variable's name"))
     if isinstance(container, SetVar):
-        return evaluate(operator.contains, container.items, set_keys.key(frame, item))
+        return evaluate(operator.contains, container.items, set_keys.lookup(frame, item))
     if isinstance(item, TensorVar) or isinstance(container, TensorVar):
         frame.fail("`in` test involving a tensor depends on tensor data")
+    if isinstance(container, ConstVar) and _changed(frame, container):
+        written = call_dunder(frame, container, "__contains__", [item])  # Python code: inlined, to read
+        if written is not None:  # what the captured code changed in the object
+            return truthy(frame, written)
+        if python_method(type(container.value), "__iter__") is not None:
+            return any(is_same(frame, item, v) or truthy(frame, compare(frame, "==", v, item))
+                       for v in iterate(frame, container))
     if not (is_lazy(container) or isinstance(container, IteratorVar)):
         try:
             return python_value(item) in python_value(container)
@@ -223,6 +244,21 @@ def _equal(frame: "Frame", item: Var, v: Var) -> bool:
         return python_value(item) == python_value(v)
     except NotConstant:
         return False
+
+
+def _changed(frame: "Frame", var: ConstVar) -> bool:
+    """Whether the captured code changed an object passed in (an attribute, or a container read
+    through it) in ways replayed only after the graph: asked for real, it would answer stale."""
+    effects = frame.state.side_effects
+    if any(key[0] == id(var.value) for key in effects.attrs):
+        return True
+    for changed in effects.containers.values():
+        source = changed.source
+        while source is not None and var.source is not None:
+            if source == var.source:
+                return True
+            source = getattr(source, "base", None)
+    return False
 
 
 def make_slice(frame: "Frame", start: Var, stop: Var, step: Var) -> Var:
@@ -278,20 +314,11 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
             return obj.items[key]
         except (IndexError, TypeError):  # raise what Python raises for a sequence of this type
             return evaluate(operator.getitem, obj.items if isinstance(obj, ListVar) else tuple(obj.items), key)
+    hooked = operator_hook(frame, "[]", [obj, index])
+    if hooked is not None:
+        return hooked
     if isinstance(obj, DictVar):
-        key = as_const(frame, index, "a dict key")
-        if key not in obj.items:
-            factory = obj.default_factory
-            if factory is not None and not (isinstance(factory, ConstVar) and factory.value is None):
-                value = call(frame, factory, [], {})  # defaultdict.__missing__
-                mutable_dict(frame, obj).items[key] = value
-                return value
-            if issubclass(obj.dict_type, collections.Counter):  # Counter.__missing__: 0, nothing stored
-                return ConstVar(0)
-            if hasattr(obj.dict_type, "__missing__") and factory is None:
-                frame.fail(f"{obj.dict_type.__name__}[{key!r}] would call __missing__")
-            throw(KeyError(key))
-        return obj.items[key]
+        return dict_getitem(frame, obj, set_keys.dict_key(frame, index))
     if isinstance(obj, UserObjectVar):
         result = call_dunder(frame, obj, "__getitem__", [index])
         if result is None:
@@ -331,20 +358,47 @@ def getitem(frame: "Frame", obj: Var, index: Var) -> Var:
     raise AssertionError
 
 
+def dict_getitem(frame: "Frame", obj: DictVar, key: Any) -> Var:
+    """``dict.__getitem__``: the item, else what ``__missing__`` gives (a defaultdict's factory, a
+    Counter's 0), else KeyError."""
+    if key not in obj.items:
+        factory = obj.default_factory
+        if factory is not None and not (isinstance(factory, ConstVar) and factory.value is None):
+            value = call(frame, factory, [], {})  # defaultdict.__missing__
+            mutable_dict(frame, obj).items[key] = value
+            return value
+        if issubclass(obj.dict_type, collections.Counter):  # Counter.__missing__: 0, nothing stored
+            return ConstVar(0)
+        if hasattr(obj.dict_type, "__missing__") and factory is None:
+            frame.fail(f"{obj.dict_type.__name__}[{key!r}] would call __missing__")
+        throw(KeyError(key))
+    return obj.items[key]
+
+
 def _slice_type(obj: TupleVar) -> type:
     return torch.Size if obj.tuple_type is torch.Size else tuple
 
 
 def setitem(frame: "Frame", obj: Var, index: Var, value: Var) -> None:
+    if operator_hook(frame, "[]=", [obj, index, value]) is not None:
+        return
     if isinstance(obj, TensorVar):
         frame.state.graph.call("call_function", operator.setitem, (obj, index, value), {})
         return
     if isinstance(obj, ListVar):
         key = as_const(frame, index, "a list index")
-        mutable_list(frame, obj).items[key] = value if not isinstance(key, slice) else iterate(frame, value)
+        if isinstance(key, slice):
+            try:
+                value = iterate(frame, value)
+            except Raised as raised:
+                if not isinstance(raised.value.value, TypeError):
+                    raise
+                throw(TypeError("can only assign an iterable" if key.step in (None, 1) else
+                                "must assign iterable to extended slice"))
+        evaluate(operator.setitem, mutable_list(frame, obj).items, key, value)
         return
     if isinstance(obj, DictVar):
-        mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")] = value
+        mutable_dict(frame, obj).items[set_keys.dict_key(frame, index)] = value
         return
     if isinstance(obj, ShadowVar):
         objects.setitem(frame, obj, index, value)
@@ -353,10 +407,12 @@ def setitem(frame: "Frame", obj: Var, index: Var, value: Var) -> None:
 
 
 def delitem(frame: "Frame", obj: Var, index: Var) -> None:
+    if operator_hook(frame, "del []", [obj, index]) is not None:
+        return
     if isinstance(obj, ListVar):
-        del mutable_list(frame, obj).items[as_const(frame, index, "a list index")]
+        evaluate(operator.delitem, mutable_list(frame, obj).items, as_const(frame, index, "a list index"))
     elif isinstance(obj, DictVar):
-        del mutable_dict(frame, obj).items[as_const(frame, index, "a dict key")]
+        evaluate(operator.delitem, mutable_dict(frame, obj).items, set_keys.dict_key(frame, index))
     elif isinstance(obj, ShadowVar):
         objects.delitem(frame, obj, index)
     else:
@@ -376,6 +432,8 @@ def mutable_set(frame: "Frame", var: Var) -> SetVar:
     if not isinstance(var, SetVar):
         frame.fail("mutating a set that exists outside the captured code (a graph break runs it in Python)")
     frame.state.remember(var)
+    if var.source is not None:  # an input (a set subclass's instance): replayed after the graph
+        frame.state.side_effects.mutated(var)
     return var
 
 
@@ -389,6 +447,12 @@ def mutable_dict(frame: "Frame", var: Var) -> DictVar:
 
 
 def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
+    """The (key, value) pairs of a mapping, as ``dict.update`` reads them: a dict's own items (also a
+    dict subclass's, unless it writes ``__iter__``), else ``keys()`` and ``[]`` (a class's Python code)."""
+    python_keys = isinstance(var, UserObjectVar) and python_method(var.cls, "keys") is not None
+    if python_keys or isinstance(var, UserDictVar) and python_method(var.dict_type, "__iter__") is not None:
+        keys = iterate(frame, call(frame, load_attr(frame, var, "keys"), [], {}))
+        return [(set_keys.dict_key(frame, k), getitem(frame, var, k)) for k in keys]
     if isinstance(var, DictVar):
         return list(var.items.items())
     if isinstance(var, ConstVar) and isinstance(var.value, dict):
@@ -412,6 +476,6 @@ def get_iter(frame: "Frame", var: Var) -> Var:
 
 __all__ = [
     "NULL", "as_const", "binary", "call_dunder", "compare", "contains", "contains_tensor", "delitem",
-    "dict_items", "get_iter", "getitem", "is_same", "iterate", "lift", "make_slice",
+    "dict_getitem", "dict_items", "get_iter", "getitem", "is_same", "iterate", "lift", "make_slice",
     "mutable_dict", "mutable_list", "mutable_set", "python_value", "setitem", "truthy", "unary",
 ]

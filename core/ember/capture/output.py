@@ -22,10 +22,11 @@ from .sources import Constants
 from .objects import ShadowVar, visit_parts
 from .symbolic import SymVar
 from .unbacked import is_unbacked
+from .user_containers import parts as user_container_parts, rebuild_expr as rebuild_user_container
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import (
-    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, ListVar, SetVar, TensorVar,
-    TupleVar, Var,
+    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, InstanceDictVar, ListVar, SetVar,
+    TensorVar, TupleVar, UserDictVar, UserSetVar, Var,
 )
 
 _LITERALS = (bool, int, str, type(None), bytes)
@@ -58,6 +59,8 @@ class OutputBuilder:
                     visit(item)
             elif isinstance(var, DictViewVar):
                 visit(var.mapping)
+            elif isinstance(var, InstanceDictVar):  # the __dict__ of the rebuilt object
+                visit(var.owner)
             elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
                 visit(var.root)
             elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar, GeneratorContextVar,
@@ -67,6 +70,8 @@ class OutputBuilder:
                     return
                 if isinstance(var, ShadowVar):  # a dataclass built by the capture: its arguments, its log
                     items = visit_parts(var)
+                elif isinstance(var, (UserDictVar, UserSetVar)):  # its items and its attributes
+                    items = user_container_parts(var)
                 elif isinstance(var, SetVar):  # Python values, and tensors or objects by identity
                     items = [k.var for k in var.items if isinstance(k, Identity)]
                 elif isinstance(var, GeneratorContextVar):  # one context, made once from its arguments
@@ -76,7 +81,8 @@ class OutputBuilder:
                 elif isinstance(var, ITERATOR_KINDS):  # the items it has left, or the call making it again
                     items = iterator_parts(var)
                 else:
-                    items = var.items if isinstance(var, ListVar) else list(var.items.values())
+                    items = var.items if isinstance(var, ListVar) else [  # values, and keys held by identity
+                        *(k.var for k in var.items if isinstance(k, Identity)), *var.items.values()]
                 for item in items:
                     visit(item)
                 order.append(var)  # after its items: they are bound first
@@ -134,6 +140,10 @@ class OutputBuilder:
                      "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in var.kwdefaults.items()) + "}",
                      "(" + "".join(f"{self.expr(c)}, " for c in var.closure) + ")"]
             return f"{self.consts.name(make_function, 'mkfn')}({', '.join(parts)})"
+        if isinstance(var, InstanceDictVar):
+            return f"{self.expr(var.owner)}.__dict__"
+        if isinstance(var, (UserDictVar, UserSetVar)):  # an instance of a dict or set subclass
+            return rebuild_user_container(self, var)
         if isinstance(var, SetVar):  # a new set on every call, as in Python
             body = "{" + ", ".join(self.key(k) for k in var.items) + "}" if var.items else "set()"
             return body if var.set_type is set else f"frozenset({body})"

@@ -14,6 +14,7 @@ import torch
 
 from .constants import as_const, kind_name, lift
 from .dispatch import handles_iter, handles_len, handles_truth, iterate
+from .exceptions import throw
 from .inline import call_dunder
 from .instances import answers_truth, pin
 from .values import ConstVar, Var
@@ -59,5 +60,7 @@ def _iterate_const(frame: "Frame", var: ConstVar) -> list[Var]:
         if any(isinstance(i, torch.Tensor) for i in items):
             frame.fail("iteration over a constant holding tensors")
         return [lift(i) for i in items]
+    if isinstance(value, (int, float, complex, type(None))):  # what Python raises
+        throw(TypeError(f"{type(value).__name__!r} object is not iterable"))
     frame.fail(f"iteration over a {kind_name(var)} is not supported")
     raise AssertionError

@@ -10,19 +10,71 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .constants import NotConstant, lift, python_value
-from .values import ConstVar, Identity, SetVar, TensorVar, Var
+from .constants import NotConstant, as_const, lift, python_value
+from .exceptions import evaluate, throw
+from .values import ConstVar, DictVar, Identity, ListVar, SetVar, TensorVar, TupleVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
 
 
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class written in Python
+
+
 def key(frame: "Frame", var: Var) -> Any:
-    """The element of a set standing for ``var``."""
+    """The element of a set (or the key looked up) standing for ``var``: its Python value, or its
+    identity for an object hashed by identity; an unhashable value raises Python's TypeError, an
+    object whose class writes its own ``__hash__``/``__eq__`` breaks the graph."""
     try:
         return python_value(var)
     except NotConstant:
+        pass
+    if isinstance(var, (ListVar, DictVar)) or isinstance(var, SetVar) and not issubclass(var.set_type, frozenset):
+        throw(TypeError(f"unhashable type: {var.python_type().__name__!r}"))
+    if isinstance(var, SetVar):  # a frozenset holding tensors, or a frozenset subclass's instance
+        frame.fail(f"a {var.set_type.__name__} as a set element or dict key (hashed by value)")
+    try:
+        cls = var.python_type()
+    except NotImplementedError:  # a capture-only value
         return Identity(var)
+    if isinstance(cls, type) and cls.__flags__ & _HEAP_TYPE and not isinstance(var, TensorVar):
+        if cls.__hash__ is None:
+            throw(TypeError(f"unhashable type: {cls.__name__!r}"))
+        if cls.__hash__ is not object.__hash__ or cls.__eq__ is not object.__eq__:
+            frame.fail(f"a {cls.__name__} as a set element or dict key (its class writes __hash__ or __eq__)")
+    return Identity(var)
+
+
+def dict_key(frame: "Frame", var: Var) -> Any:
+    """A dict key: a Python value (an unhashable one raises Python's TypeError in the captured code),
+    or a tensor or object hashed by identity, as :func:`key`; a tuple holding one breaks the graph."""
+    if isinstance(var, TupleVar):
+        value = as_const(frame, var, "a dict key")
+    else:
+        value = key(frame, var)
+    evaluate(hash, value)
+    if isinstance(value, Identity) and value not in frame.state.dict_identities:
+        frame.state.dict_identities[value] = None
+        keep_distinct(frame, frame.state.dict_identities)
+    return value
+
+
+def key_var(item: Any) -> Var:
+    """The Var a dict key stands for (a constant, or what an identity key was made from)."""
+    return item.var if isinstance(item, Identity) else ConstVar(item)
+
+
+def lookup(frame: "Frame", var: Var) -> Any:
+    """What finds ``var`` in a set (``in``, ``discard``): :func:`key`, except that a set or frozenset
+    subclass's instance with no hashing of its own is found as the frozenset of its elements (a
+    frozenset's hashes and compares so; a set's is retried so by CPython)."""
+    if isinstance(var, SetVar) and var.set_type not in (set, frozenset) and not has_identities(var.items):
+        kind = var.set_type
+        if issubclass(kind, set) and kind.__hash__ is None:  # unhashable: CPython retries it as a frozenset
+            return frozenset(var.items)
+        if issubclass(kind, frozenset) and kind.__hash__ is frozenset.__hash__ and kind.__eq__ is frozenset.__eq__:
+            return frozenset(var.items)
+    return key(frame, var)
 
 
 def keep_distinct(frame: "Frame", keys: Any) -> None:
@@ -61,4 +113,4 @@ def make(frame: "Frame", items: Any, set_type: type = set) -> Var:
     return ConstVar(frozenset(items) if set_type is frozenset else set_type(items))
 
 
-__all__ = ["Identity", "element", "has_identities", "keep_distinct", "key", "keys_of", "make"]
+__all__ = ["Identity", "dict_key", "key_var", "element", "has_identities", "keep_distinct", "key", "keys_of", "lookup", "make"]

@@ -10,12 +10,28 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from .values import DictVar, ListVar, Var
+from .container_types import base_of
+from .values import DictVar, ListVar, SetVar, UserDictVar, Var
 
 if TYPE_CHECKING:
     from .output import OutputBuilder
 
 DELETED = object()
+
+
+def replay_dict(target: Any, items: dict) -> None:
+    """A mutated dict subclass's instance passed in ends holding ``items``, through its builtin's
+    own methods (no override of its class runs)."""
+    base = base_of(type(target))
+    base.clear(target)
+    for key, value in items.items():
+        base.__setitem__(target, key, value)
+
+
+def replay_set(target: Any, items: tuple) -> None:
+    base = base_of(type(target))
+    base.clear(target)
+    base.update(target, items)
 
 
 @dataclasses.dataclass
@@ -71,6 +87,12 @@ class SideEffects:
             if isinstance(container, ListVar):
                 items = ", ".join(out.expr(v) for v in container.items)
                 lines.append(f"    {target}[:] = [{items}]")
+            elif isinstance(container, UserDictVar):  # through dict's own methods, not the subclass's
+                body = ", ".join(f"{out.key(k)}: {out.expr(v)}" for k, v in container.items.items())
+                lines.append(f"    {out.consts.name(replay_dict, 'replay')}({target}, {{{body}}})")
+            elif isinstance(container, SetVar):  # a set subclass's instance passed in
+                body = "".join(f"{out.key(k)}, " for k in container.items)
+                lines.append(f"    {out.consts.name(replay_set, 'replay')}({target}, ({body}))")
             elif isinstance(container, DictVar):
                 body = ", ".join(f"{out.key(k)}: {out.expr(v)}" for k, v in container.items.items())
                 lines.append(f"    ___v = {{{body}}}; ___t = {target}; ___t.clear(); ___t.update(___v)")

@@ -49,6 +49,9 @@ class CaptureState:
     refused_withs: frozenset = frozenset()
     #: id(real closure cell) -> its CellVar: one per cell, however the code reaches it
     cells: dict[int, Any] = dataclasses.field(default_factory=dict)
+    #: the identity keys (set_keys.Identity) of dicts the capture holds: inputs among them are
+    #: guarded to stay distinct objects, as the dicts tell them apart
+    dict_identities: dict[Any, None] = dataclasses.field(default_factory=dict)
     #: every generator the captured code made (values.GeneratorVar), in order: those it abandons
     #: suspended are closed when it returns (generators.close_abandoned)
     generators: list = dataclasses.field(default_factory=list)

@@ -12,7 +12,7 @@ from . import objects, user_objects
 from .constants import lift, python_value
 from .dispatch import handles_attr, handles_call
 from .inline import inline_call
-from .values import BoundMethodVar, CellVar, ConstVar, Var, contains_tensor
+from .values import BoundMethodVar, CellVar, ConstVar, UserDictVar, UserSetVar, Var, contains_tensor
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -46,6 +46,8 @@ def super_attr(frame: "Frame", cls_var: Var, self_var: Var, name: str) -> Var:
         obj_type = self_var.cls
     if obj_type is None:
         obj_type = type(self_var.value) if isinstance(self_var, ConstVar) else None
+    if obj_type is None and isinstance(self_var, (UserDictVar, UserSetVar)):  # a dict or set subclass's instance
+        obj_type = self_var.python_type()
     if obj_type is None:
         frame.fail("super() on a value that is not a Python object")
     mro = obj_type.__mro__

@@ -26,7 +26,7 @@ from .builtin_calls import handles
 from .constants import NotConstant, python_value
 from .dispatch import handles_call
 from .subgraphs import speculate
-from .values import ConstVar, DictVar, ListVar, TensorVar, TupleVar, Var
+from .values import ConstVar, DictVar, Identity, ListVar, TensorVar, TupleVar, UserDictVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -64,7 +64,8 @@ def _structure(frame: "Frame", var: Var, tensors: list[TensorVar]) -> Any:
         return tuple(_structure(frame, v, tensors) for v in var.items)
     if isinstance(var, ListVar):
         return [_structure(frame, v, tensors) for v in var.items]
-    if isinstance(var, DictVar):
+    if isinstance(var, DictVar) and not isinstance(var, UserDictVar) \
+            and not any(isinstance(k, Identity) for k in var.items):
         return {k: _structure(frame, v, tensors) for k, v in var.items.items()}
     try:
         return python_value(var)

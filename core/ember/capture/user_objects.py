@@ -7,8 +7,9 @@ update ``items`` (the object is new, so nothing is replayed), and the runner bui
 object after the graph from its recorded attributes (``cls.__new__`` plus its ``__dict__``).
 Its truth, ``len`` and iteration follow Python's protocols (``__bool__``/``__len__``, ``__iter__`` or
 ``__getitem__`` from 0 until IndexError), inlined.
-Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, slots or abstract methods are
-refused (the call breaks the graph instead). Context managers are built like any other object
+Slots that name attributes are held as any other attribute (torch's OrderedSet, whose module is
+the one of torch inlined). Classes with custom ``__new__``/``__setattr__``/``__getattribute__``, other
+slots or abstract methods are refused (the call breaks the graph instead). Context managers are built like any other object
 (``inlined_contexts.py`` inlines their ``__enter__``/``__exit__``).
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .dispatch import (
 from .exceptions import Raised, stop_value, throw
 from .inline import call_dunder, class_member, inline_call
 from .side_effects import DELETED
-from .values import ConstVar, Var
+from .values import ConstVar, InstanceDictVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -56,6 +57,8 @@ class UserObjectVar(Var):
 
 _MISSING = object()
 _SKIPPED_ROOTS = ("torch", "builtins", "collections", "typing", "enum", "abc", "threading", "logging")
+#: torch's own plain Python classes that the capture builds and inlines, as torch.compile does
+_INLINED_TORCH_MODULES = frozenset({"torch.utils._ordered_set"})
 
 
 def can_construct(cls: Any) -> bool:
@@ -63,16 +66,31 @@ def can_construct(cls: Any) -> bool:
     ``__new__``, ``__setattr__`` and ``__getattribute__``, a ``__dict__`` and no abstract methods."""
     if not isinstance(cls, type) or type(cls) not in (type, abc.ABCMeta):
         return False
-    if cls.__module__.split(".")[0] in _SKIPPED_ROOTS or issubclass(cls, (torch.nn.Module, BaseException)):
+    skipped = cls.__module__.split(".")[0] in _SKIPPED_ROOTS and cls.__module__ not in _INLINED_TORCH_MODULES
+    if skipped or issubclass(cls, (torch.nn.Module, BaseException)):
         return False
     if any(base.__module__ == "builtins" and base is not object for base in cls.__mro__):
         return False  # a subclass of dict, list, tuple...: not a plain object
-    if getattr(cls, "__abstractmethods__", None) or "__slots__" in cls.__dict__:
+    if getattr(cls, "__abstractmethods__", None) or not _plain_slots(cls):
         return False
     if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ \
             or cls.__getattribute__ is not object.__getattribute__:
         return False
     return cls.__init__ is object.__init__ or isinstance(inspect.getattr_static(cls, "__init__"), types.FunctionType)
+
+
+def _plain_slots(cls: type) -> bool:
+    """``__slots__`` that only name attributes (torch's OrderedSet): held in ``items`` as any other."""
+    for klass in cls.__mro__[:-1]:
+        slots = klass.__dict__.get("__slots__", ())
+        slots = (slots,) if isinstance(slots, str) else tuple(slots)
+        if any(name in ("__dict__", "__weakref__") or name.startswith("__") for name in slots):
+            return False
+    return True
+
+
+def _is_slot(cls: type, name: str) -> bool:
+    return isinstance(inspect.getattr_static(cls, name, None), types.MemberDescriptorType)
 
 
 def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]) -> UserObjectVar:
@@ -92,7 +110,9 @@ def load_attr(frame: "Frame", obj: UserObjectVar, name: str) -> Var:
     if name == "__class__":
         return ConstVar(obj.cls)
     if name == "__dict__":
-        frame.fail(f"reading __dict__ of a {obj.cls.__name__} built in captured code")
+        if all("__slots__" in k.__dict__ for k in obj.cls.__mro__[:-1]):
+            throw(AttributeError(f"{obj.cls.__name__!r} object has no attribute '__dict__'"))
+        return InstanceDictVar(obj, "items")  # its attribute table itself
     static = inspect.getattr_static(obj.cls, name, _MISSING)
     if isinstance(static, property):  # data descriptors win over the instance dict
         return class_member(frame, obj, obj.cls, name, static) or frame.fail(f"property {name!r} with no getter")
@@ -101,6 +121,8 @@ def load_attr(frame: "Frame", obj: UserObjectVar, name: str) -> Var:
     member = class_member(frame, obj, obj.cls, name, static)
     if member is not None:
         return member
+    if _is_slot(obj.cls, name):  # a slot not set
+        throw(AttributeError(f"{obj.cls.__name__!r} object has no attribute {name!r}"))
     if static is not _MISSING:
         if hasattr(type(static), "__get__"):
             frame.fail(f"descriptor {name!r} of {obj.cls.__name__}")
@@ -118,6 +140,8 @@ def store_attr(frame: "Frame", obj: UserObjectVar, name: str, value: Any, defaul
     by the capture, so nothing is replayed (``default``, Python's own store, is the same here)."""
     if isinstance(inspect.getattr_static(obj.cls, name, None), property):
         frame.fail(f"assignment to property {name!r} of {obj.cls.__name__}")
+    if not _is_slot(obj.cls, name) and all("__slots__" in k.__dict__ for k in obj.cls.__mro__[:-1]):
+        throw(AttributeError(f"{obj.cls.__name__!r} object has no attribute {name!r}"))  # no __dict__
     frame.state.remember(obj)
     if value is DELETED:
         if name not in obj.items:
@@ -193,7 +217,11 @@ def _iterate_by_index(frame: "Frame", var: UserObjectVar) -> list[Var]:
 
 def _rebuild(cls: type, attrs: dict) -> Any:
     obj = cls.__new__(cls)
-    obj.__dict__.update(attrs)
+    for name, value in attrs.items():
+        if _is_slot(cls, name):
+            object.__setattr__(obj, name, value)
+        else:
+            obj.__dict__[name] = value  # past a property of the class, as the capture stored it
     return obj
 
 

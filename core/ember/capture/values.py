@@ -5,6 +5,7 @@
   functions, classes, dtypes...). Operations on constants are evaluated for real.
 - :class:`TupleVar`, :class:`ListVar`, :class:`DictVar`: containers that may hold tensors.
 - :class:`SetVar`: a set made inside the captured code (its elements are Python values).
+- :class:`UserDictVar`, :class:`UserSetVar`: an instance of a Python subclass of dict or set.
 - :class:`DictViewVar`: ``d.keys()``, ``d.values()``, ``d.items()``: live, read from ``d`` at each use.
 - :class:`EnvironVar`: ``os.environ``, whose reads are guarded one by one (``environ.py``).
 - :class:`FunctionVar`: a function created inside the captured code (``MAKE_FUNCTION``).
@@ -121,6 +122,61 @@ class SetVar(Var):
 
     def python_type(self) -> type:
         return self.set_type
+
+
+class _Undone:
+    """What the capture's undo log keeps of a container subclass's instance: items and attributes."""
+
+    items: Any
+    attrs: dict
+
+    def save(self) -> tuple:
+        return self.items.copy(), self.attrs.copy()
+
+    def restore(self, saved: tuple) -> None:
+        self.items, self.attrs = saved[0].copy(), saved[1].copy()
+
+
+@dataclasses.dataclass(eq=False)
+class UserDictVar(_Undone, DictVar):
+    """An instance of a Python subclass of dict, OrderedDict or defaultdict (``dict_type``): the
+    builtin dict's items plus the instance's attributes (``attrs``). ``real`` is the object an
+    input was read from (its attributes are read from it, through sources); None for one made by
+    the captured code. Its class's Python methods are inlined, the rest are dict's
+    (``user_containers``)."""
+
+    attrs: dict[str, Var] = dataclasses.field(default_factory=dict)
+    real: Any = None
+
+
+@dataclasses.dataclass(eq=False)
+class UserSetVar(_Undone, SetVar):
+    """An instance of a Python subclass of set or frozenset (``set_type``), as :class:`UserDictVar`."""
+
+    source: Source | None = None
+    attrs: dict[str, Var] = dataclasses.field(default_factory=dict)
+    real: Any = None
+
+
+class InstanceDictVar(DictVar):
+    """``obj.__dict__`` of an object the capture built (a :class:`UserDictVar`, a plain object): a dict
+    whose items are the object's own attribute table (``owner.<table>``), so that stores through
+    either show in both, and the undo log restores them as one."""
+
+    def __init__(self, owner: Var, table: str) -> None:  # no dataclass fields: ``items`` is the owner's
+        self.owner = owner
+        self.table = table
+        self.source = None
+        self.dict_type = dict
+        self.default_factory = None
+
+    @property  # type: ignore[override]
+    def items(self) -> dict:
+        return getattr(self.owner, self.table)
+
+    @items.setter
+    def items(self, value: dict) -> None:
+        setattr(self.owner, self.table, value)
 
 
 @dataclasses.dataclass(eq=False)
