@@ -157,6 +157,14 @@ def is_lazy(var: Var) -> bool:
     return getattr(var, "lazy", False)
 
 
+def drain(frame: "Frame", var: Var) -> list[Var]:
+    """Every item an iterator value has left, read now through its ``next`` handler."""
+    items = []
+    while (item := next_item(frame, var)) is not None:
+        items.append(item)
+    return items
+
+
 def each_item(frame: "Frame", var: Var) -> Iterator[Var]:
     """The items of ``var`` one at a time: an iterator is read only as far as its consumer goes
     (``any``, ``in``, ``list.extend`` over a generator that reads the list)."""

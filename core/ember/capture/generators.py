@@ -24,7 +24,7 @@ from ..errors import Unsupported
 from .compat import PY312
 from .constants import NotConstant, python_value
 from .dispatch import (
-    ATTRS, call, handles_attr, handles_call, handles_iter, handles_next, handles_truth, load_attr, next_item,
+    ATTRS, call, drain, handles_attr, handles_call, handles_iter, handles_next, handles_truth, load_attr, next_item,
 )
 from .exceptions import Raised, StopIterationVar, raising, stop_value, throw
 from .inline import run_child
@@ -327,12 +327,7 @@ def _call_method(frame: "Frame", fn: GeneratorMethod, args: list[Var], kwargs: d
 @handles_iter(GeneratorVar)
 def _iterate(frame: "Frame", gen: GeneratorVar) -> list[Var]:
     """Every item left, read now (``list(gen)``, ``sum(gen)``...: Python reads them all there too)."""
-    items = []
-    while True:
-        item = next_item(frame, gen)
-        if item is None:
-            return items
-        items.append(item)
+    return drain(frame, gen)
 
 
 @handles_truth(GeneratorVar, GeneratorMethod)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, Callable
 
-from .dispatch import call, handles_iter, handles_next, handles_truth, is_lazy, next_item, truthy
+from .dispatch import call, drain, handles_iter, handles_next, handles_truth, is_lazy, next_item, truthy
 from .exceptions import Raised, throw
 from .ops import get_iter
 from .state import MAX_GENERATOR_ITEMS
@@ -163,12 +163,7 @@ def _next(frame: "Frame", it: LazyIterVar, sent: Var | None) -> Var | None:
 
 @handles_iter(LazyIterVar)
 def _iterate(frame: "Frame", it: LazyIterVar) -> list[Var]:
-    items = []
-    while True:
-        item = next_item(frame, it)
-        if item is None:
-            return items
-        items.append(item)
+    return drain(frame, it)
 
 
 @handles_truth(LazyIterVar)
