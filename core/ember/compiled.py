@@ -144,8 +144,8 @@ class CompiledFunction:
                 self.entries.insert(0, entry)
                 inputs = entry.guard(L)
                 if inputs is None:  # a guard that fails on the call it was made from: an ember bug
-                    log_guards.warning("the new guards of %s fail on the call that made them; running "
-                                       "this call eagerly", self.name)
+                    log_guards.warning("the new guards of %s fail on the call that made them (%s); running "
+                                       "this call eagerly", self.name, "; ".join(entry.reasons(L)) or "unknown")
                     return self.call_eager(L)
                 return entry.run(L, inputs)
 

@@ -523,7 +523,7 @@ EXPECTED: dict[str, str] = {
     # 1
     **dict.fromkeys([
         'test_ctx_manager::sdpa_kernel_context',
-    ], "fullgraph: torch._C._set_sdp_use_cudnn may change torch's global state"),
+    ], "fullgraph: torch._C._set_sdp_use_cudnn changes torch's global state"),
     # 1
     **dict.fromkeys([
         'test_functions::foreach_lerp_inplace_tensor_weight',
@@ -682,12 +682,8 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 4, torch.compile 3 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
-        'test_ctx_manager::sdpa_kernel_two_backends_with_break',
-    ], "graphs: ember 0, torch.compile 2 (break: torch._C._set_sdp_use_cudnn may change torch's global state)"),
-    # 1
-    **dict.fromkeys([
         'test_ctx_manager::sdpa_kernel_context_with_break_inside',
-    ], "graphs: ember 4, torch.compile 3 (break: torch._C._set_sdp_use_cudnn may change torch's global state)"),
+    ], "graphs: ember 4, torch.compile 3 (break: torch._C._set_sdp_use_cudnn changes torch's global state)"),
     # 1
     **dict.fromkeys([
         'test_ctx_manager::nested_generator_managers_with_break',

@@ -43,10 +43,7 @@ SEED = 1234
 
 # cases whose graph count depends on which cases ran before them in the process (one worker's
 # order under pytest-xdist against the refresh's): their table entry is a non-strict xfail
-# sdpa_kernel_two_backends_with_break: alone, its new guards fail on the call that made them (since
-# the container-subclass modelling) and the call runs eagerly; after some other cases it passes
-ORDER_DEPENDENT = frozenset({"test_ctx_manager::autocast_method_with_break",
-                             "test_ctx_manager::sdpa_kernel_two_backends_with_break"})
+ORDER_DEPENDENT = frozenset({"test_ctx_manager::autocast_method_with_break"})
 
 
 class Failure(AssertionError):
