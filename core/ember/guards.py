@@ -89,7 +89,7 @@ class GuardSet:
         """Type and value in one check (``True != 1``, ``1.0 != 1`` here)."""
         t = self.consts.name(type(value), "t")
         constant = None
-        if isinstance(value, float) and value != value:
+        if isinstance(value, float) and value != value or type(value).__module__ == "numpy" and value != value:
             test = "{0} != {0}"
         elif (text := literal(value)) is not None:
             test = "{0} == " + text.replace("{", "{{").replace("}", "}}")
@@ -122,6 +122,17 @@ class GuardSet:
             template, walk = f"{{0}} is {self.consts.name(value, 'o')}", (IS, value)
         self._add("identity", (source,), template,
                   f"{source.describe()} is the same {type(value).__qualname__} object", walk=walk)
+
+    def array_content(self, source: Source, value: Any) -> None:
+        """A numpy array by type, dtype, shape and elements (a copy): indexing or slicing an array
+        makes a new object on every read, so no identity holds from one call to the next."""
+        import numpy as np
+
+        copy = self.consts.name(value.copy(), "v")
+        equal = self.consts.name(np.array_equal, "f")
+        self._add("equals", (source,), f"type({{0}}) is {self.consts.name(type(value), 't')} and {{0}}.dtype == "
+                  f"{copy}.dtype and {{0}}.shape == {copy}.shape and {equal}({{0}}, {copy}, equal_nan={copy}.dtype.kind in 'fc')",
+                  f"{source.describe()} is an array equal to {value!r}")
 
     def length(self, source: Source, value: Any) -> None:
         t = self.consts.name(type(value), "t")

@@ -19,7 +19,7 @@ def check(fn, calls, expected_graphs):
     compiled = ember.compile(fn, backend=backend)
     with no_fallback():
         for args in calls:
-            torch.testing.assert_close(compiled(*args), fn(*args))
+            torch.testing.assert_close(compiled(*args), fn(*args), equal_nan=True)
     assert backend.count == expected_graphs, [g.code for g in backend.graphs]
     return backend
 
@@ -81,6 +81,36 @@ def test_python_int_float_bool_str_guards():
     check(f, [(x, 3, 0.5, True, "double"), (x, 3, 0.5, True, "double"), (x, 4, 0.5, True, "double"),
               (x, 3, 1.5, True, "double"), (x, 3, 0.5, False, "double"), (x, 3, 0.5, True, "single"),
               (x, 3.0, 0.5, True, "double")], 6)
+
+
+def test_numpy_scalars_are_guarded_by_type_and_value():
+    """A numpy scalar is a number: the same value in a new object (indexing an array makes one on
+    every read; wav2vec2's SpecAugment reads ``array[0]``) reuses the graph, another value or type
+    recompiles, a NaN stays one graph. Guarded on identity, each call's new object failed the
+    guards of the call that made them."""
+    import numpy as np
+
+    def f(x, box):
+        return x * box[0]
+
+    x = torch.randn(3)
+    check(f, [(x, [np.float64(2.0)]), (x, [np.float64(2.0)]), (x, np.array([2.0])), (x, [np.float64(3.0)]),
+              (x, [np.float32(3.0)]), (x, [np.int64(3)]), (x, [np.float32("nan")]), (x, [np.float32("nan")])], 6)
+
+
+def test_a_slice_of_a_numpy_array_is_guarded_on_its_elements(caplog):
+    """``mask[:, :, None]`` makes a new view on every read: guarded by identity, the guards of the
+    call that made them failed and every call ran eagerly (wav2vec2's SpecAugment masks)."""
+    import numpy as np
+
+    def f(x, mask):
+        return x * float(mask[:, None].sum())
+
+    compiled = ember.compile(f, backend="eager")
+    with caplog.at_level(logging.WARNING, "ember"):
+        for mask in (np.ones((2, 2)), np.ones((2, 2)), np.zeros((2, 2)), np.ones((2, 2))):
+            torch.testing.assert_close(compiled(torch.ones(2), mask), f(torch.ones(2), mask))
+    assert "fail on the call that made them" not in caplog.text
 
 
 def test_none_vs_tensor_guard():

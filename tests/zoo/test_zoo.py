@@ -4,9 +4,9 @@ their users call them (eval under ``no_grad``, a training step with ``loss.backw
 gradients and which are None); capture (no eager fallback, graphs and breaks no more than
 torch.compile's on the same call) may fall short only where zoo_expected.SHORTFALLS says so.
 
-CI runs the models of zoo_expected.CI_SHARE; ``EMBER_ZOO=all`` runs every model, and
-``EMBER_ZOO=inductor`` adds the results of every model's eval and train through the inductor
-(slow: C++ kernels are built for each)."""
+CI runs the models of zoo_expected.CI_SHARE, also through the inductor (C++ kernels on the CPU);
+``EMBER_ZOO=all`` runs every model, ``EMBER_ZOO=inductor`` every model through the inductor too
+(slow: kernels are built for each), and ``pytest -m gpu`` every model through the inductor on CUDA."""
 from __future__ import annotations
 
 import os
@@ -49,11 +49,35 @@ def test_zoo(name: str, mode: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("EMBER_ZOO") != "inductor", reason="EMBER_ZOO=inductor runs it")
-@pytest.mark.parametrize("name,mode", [(zoo.name, mode) for zoo in ZOO for mode in ("eval", "train")])
-def test_zoo_inductor_matches_eager(name: str, mode: str) -> None:
+def _inductor_cases(device: str) -> list:
+    """CI's share of models on the CPU (``EMBER_ZOO=inductor``: every model); every model on CUDA."""
+    everything = device == "cuda" or os.environ.get("EMBER_ZOO") == "inductor"
+    marks = [pytest.mark.gpu] if device == "cuda" else []
+    return [pytest.param(zoo.name, mode, marks=marks, id=f"{zoo.name}-{mode}")
+            for zoo in ZOO if everything or zoo.name in CI_SHARE for mode in zoo.modes]
+
+
+def _check_inductor(name: str, mode: str, device: str) -> None:
+    """Outputs, tokens and gradients (None ones too) through ``backend="inductor"`` equal eager's,
+    and no part of the call fell back to eager."""
     zoo = BY_NAME[name]
-    assert_same(run_ember(zoo, mode, backend="inductor"), run_eager(zoo, mode), mode)
+    got = run_ember(zoo, mode, backend="inductor", device=device)
+    assert not got.capture.fallback, got.capture.first_reason
+    assert_same(got, run_eager(zoo, mode, device), mode)
+
+
+@pytest.mark.parametrize("name,mode", _inductor_cases("cpu"))
+def test_zoo_inductor_matches_eager(name: str, mode: str) -> None:
+    _check_inductor(name, mode, "cpu")
+
+
+@pytest.mark.parametrize("name,mode", _inductor_cases("cuda"))
+def test_zoo_inductor_cuda_matches_eager(name: str, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    _check_inductor(name, mode, "cuda")
 
 
 def test_table_lists_only_zoo_cases() -> None:

@@ -63,9 +63,9 @@ def leaves(obj: Any) -> list[torch.Tensor]:
     return []
 
 
-def _call(zoo: ZooModel, mode: str, compile_fn: Callable[[Callable], Callable] | None) -> Result:
-    model = build(zoo, mode)
-    batch = inputs(zoo, mode)
+def _call(zoo: ZooModel, mode: str, compile_fn: Callable[[Callable], Callable] | None, device: str = "cpu") -> Result:
+    model = build(zoo, mode).to(device)
+    batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs(zoo, mode).items()}
     wrap = compile_fn or (lambda fn: fn)
     if mode == "generate":
         model.forward = wrap(model.forward)
@@ -78,8 +78,8 @@ def _call(zoo: ZooModel, mode: str, compile_fn: Callable[[Callable], Callable] |
     return Result(leaves(out), grads)
 
 
-def run_eager(zoo: ZooModel, mode: str) -> Result:
-    return _call(zoo, mode, None)
+def run_eager(zoo: ZooModel, mode: str, device: str = "cpu") -> Result:
+    return _call(zoo, mode, None, device)
 
 
 def _first_line(text: str) -> str:
@@ -89,10 +89,11 @@ def _first_line(text: str) -> str:
 Wrap = Callable[[Callable], Callable]
 
 
-def run_ember(zoo: ZooModel, mode: str, backend: Any = None) -> Result:
+def run_ember(zoo: ZooModel, mode: str, backend: Any = None, device: str = "cpu") -> Result:
     """The call compiled by ember; ``aot_eager`` for training (gradients through ember_aot),
     ``eager`` otherwise, unless ``backend`` says."""
-    return observe_ember(lambda wrap: _call(zoo, mode, wrap), backend or ("aot_eager" if mode == "train" else "eager"))
+    return observe_ember(lambda wrap: _call(zoo, mode, wrap, device),
+                         backend or ("aot_eager" if mode == "train" else "eager"))
 
 
 def observe_ember(call: Callable[[Wrap], Result], backend: Any) -> Result:

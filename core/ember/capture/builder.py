@@ -21,7 +21,7 @@ import torch
 from .container_types import base_of, is_subclass_instance_type
 from .instances import InstanceVar, by_type
 from .sources import AttrSource, ItemSource, LocalSource, MethodCallSource, Source
-from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, UserDictVar, UserSetVar, Var
+from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, UserDictVar, UserSetVar, Var, is_numpy_scalar
 
 if TYPE_CHECKING:
     from .state import CaptureState
@@ -66,7 +66,7 @@ def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: 
         made = _user_container(state, value, source)
         if made is not None:
             return made
-    if isinstance(value, _PRIMITIVES) or isinstance(value, _TORCH_VALUES):
+    if isinstance(value, _PRIMITIVES) or isinstance(value, _TORCH_VALUES) or is_numpy_scalar(value):
         if source is not None:
             guards.equals(source, value)
         return ConstVar(value, source)
@@ -156,6 +156,9 @@ def _opaque(state: "CaptureState", value: Any, source: Source | None) -> Var:
             state.instances[id(value)] = (value, source)
             state.guards.type_match(source, value)
         return InstanceVar(value, source, state.guards)
+    if isinstance(source, ItemSource) and type(value).__name__ == "ndarray" and type(value).__module__ == "numpy":
+        state.guards.array_content(source, value)  # ``array[i]``/``array[:, None]``: a new view on each read
+        return ConstVar(value, source)
     if closure_read_through(value, source):  # made anew on each call: guarded on its code
         state.guards.identity(AttrSource(source, "__code__"), value.__code__)
         return ConstVar(value, source)

@@ -28,7 +28,7 @@ from .eager_checks import CheckedFakeTensorMode
 from .positions import WalkedFrame, stack_trace
 from .sources import Source
 from .symbolic import InputToken, SliceVar, SymVar, constant_of, has_symbolic, wrap_value
-from .values import ConstVar, DictVar, Identity, ListVar, TensorVar, TupleVar, UserDictVar, Var
+from .values import ConstVar, DictVar, Identity, ListVar, TensorVar, TupleVar, UserDictVar, Var, is_numpy_scalar
 
 _FAKE_ERRORS: tuple[type[BaseException], ...]
 try:
@@ -376,12 +376,7 @@ def _convert(var: Var, tensor_fn: Callable[[TensorVar], Any], sym_fn: Callable[[
 def _is_graph_constant(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return all(_is_graph_constant(v) for v in value)
-    return isinstance(value, _GRAPH_CONSTANTS) or _is_numpy_scalar(value)
-
-
-def _is_numpy_scalar(value: Any) -> bool:
-    """``np.float32(2.5)``, ``np.bool_(True)``: torch takes it as a number (``torch.tensor`` keeps its dtype)."""
-    return type(value).__module__ == "numpy" and type(value).__name__ != "ndarray" and getattr(value, "shape", None) == ()
+    return isinstance(value, _GRAPH_CONSTANTS) or is_numpy_scalar(value)
 
 
 #: constants fx writes as Python that gives them back (floats: ``inf``/``nan`` are fx's own names;

@@ -29,6 +29,12 @@ import torch
 from .sources import Source
 
 
+def is_numpy_scalar(value: Any) -> bool:
+    """``np.float32(2.5)``, ``np.int64(3)``, ``np.bool_(True)``: an immutable number (torch takes it
+    as one; ``torch.tensor`` keeps its dtype), compared by type and value like a Python number."""
+    return type(value).__module__ == "numpy" and type(value).__name__ != "ndarray" and getattr(value, "shape", None) == ()
+
+
 class Var:
     source: Source | None = None
 
