@@ -43,7 +43,10 @@ OPTIMIZERS: dict[str, Callable[[list, bool], tuple[torch.optim.Optimizer, Any]]]
 
 
 def _adamw_sched(ps: list, tensor_lr: bool) -> tuple[torch.optim.Optimizer, Any]:
-    opt = torch.optim.AdamW(ps, lr=torch.tensor(1e-3), foreach=True)
+    # torch takes a tensor learning rate with foreach only in its capturable form (CUDA), else
+    # the for-loop implementation
+    cuda = ps[0].is_cuda
+    opt = torch.optim.AdamW(ps, lr=torch.tensor(1e-3, device=ps[0].device), foreach=cuda, capturable=cuda)
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 / (1 + step))
 
 

@@ -80,7 +80,47 @@ def _time_steps(step: Callable, opt: torch.optim.Optimizer, ids: torch.Tensor, s
     return times[0], statistics.median(times[3:])
 
 
-def run_one(compiler: str, name: str, precision: str, steps: int) -> dict[str, Any]:
+_KERNEL_CLASSES = (("matmul", ("gemm", "nvjet", "cutlass", "sm90_xmma", "cublas")),
+                   ("attention", ("flash", "fmha", "attention", "efficient")),
+                   ("triton", ("triton",)), ("optimizer", ("adam",)))
+
+
+def _kernel_class(name: str) -> str:
+    low = name.lower()
+    return next((c for c, keys in _KERNEL_CLASSES if any(k in low for k in keys)), "other")
+
+
+def _profile(step: Callable, ids: torch.Tensor, label: str, calls: int = 3) -> None:
+    """GPU time of ``calls`` steps under torch.profiler by kernel class and the top kernels,
+    written to ``$OUT/profile_<label>.txt``: where the time goes, for a compiler against another."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            step(ids)
+        torch.cuda.synchronize()
+    kernels = [(e.key, e.count, e.device_time_total) for e in prof.key_averages() if e.device_time_total > 0
+               and not e.key.startswith(("aten::", "ProfilerStep", "cuda"))]
+    total = sum(t for _, _, t in kernels)
+    by_class: dict[str, list[float]] = {}
+    for name, count, t in kernels:
+        entry = by_class.setdefault(_kernel_class(name), [0, 0.0])
+        entry[0] += count
+        entry[1] += t
+    lines = [f"{label}: {total / calls / 1e3:.2f} ms of kernels per step, "
+             f"{sum(c for _, c, _ in kernels) / calls:.0f} launches per step"]
+    lines += [f"  {c:10s} {n / calls:6.0f} launches {t / calls / 1e3:8.2f} ms" for c, (n, t) in
+              sorted(by_class.items(), key=lambda kv: -kv[1][1])]
+    lines += [f"  {t / calls / 1e3:8.3f} ms {c / calls:5.0f}x {name[:150]}" for name, c, t in
+              sorted(kernels, key=lambda k: -k[2])[:25]]
+    text = "\n".join(lines)
+    print(text, file=sys.stderr)
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], f"profile_{label}.txt"), "w") as f:
+            f.write(text + "\n")
+
+
+def run_one(compiler: str, name: str, precision: str, steps: int, profile: bool = False) -> dict[str, Any]:
     batch, seq = WORKLOADS[name]
     model, loss_of = _model(name, precision)
     params = sum(p.numel() for p in model.parameters())
@@ -98,6 +138,8 @@ def run_one(compiler: str, name: str, precision: str, steps: int) -> dict[str, A
             import ember
             compiled = ember.compile(eager_step)
         out["first_s"], out["step_s"] = _time_steps(compiled, opt, ids, steps)
+        if profile:
+            _profile(compiled, ids, f"{compiler}_{name}_{precision}")
     for key in ("eager_s", "step_s"):
         if key in out:
             out[key.replace("_s", "_mfu")] = 6 * params * batch * seq / out[key] / PEAK
@@ -123,12 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compilers", nargs="*", default=["torch", "ember"])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--timeout", type=int, default=400)
+    ap.add_argument("--profile", action="store_true", help="kernel time by class to $OUT/profile_*.txt")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         compiler, name, precision = args.child
         try:
-            res = run_one(compiler, name, precision, args.steps)
+            res = run_one(compiler, name, precision, args.steps, args.profile)
         except Exception as exc:
             traceback.print_exc()
             res = {"compiler": compiler, "model": name, "precision": precision,
@@ -140,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         for precision in args.precisions:
             for compiler in args.compilers:
                 cmd = [sys.executable, "-m", "benchmarks.train_bf16", "--steps", str(args.steps),
-                       "--child", compiler, name, precision]
+                       *(["--profile"] if args.profile else []), "--child", compiler, name, precision]
                 try:
                     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
                     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]

@@ -2,7 +2,7 @@
 
 Core aten decompositions, plus composite ops that become simple loops (layer norm, batch norm,
 their backwards, softmax backward, ...), minus ops that have a direct lowering (softmax, gelu)
-or run better as one aten kernel.
+or run better as one aten kernel; foreach ops as one op per tensor (``foreach.py``).
 """
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
+
+from .foreach import foreach_decompositions
 
 aten = torch.ops.aten
 
@@ -55,6 +57,7 @@ def _table() -> dict[Any, Any]:
         table.pop(op, None)
     table[aten.var_mean.correction] = _var_mean
     table[aten.lift_fresh_copy.default] = aten.clone.default  # a constant tensor made in the graph
+    table.update(foreach_decompositions())
     return table
 
 

@@ -21,6 +21,7 @@ from .indexing import FloorDiv, ModularIndexing
 from .virtualized import RecordingHandler, set_handler
 
 MAX_FUSED_NODES = 64
+SHARED_FRACTION = 64  # a read shared by two kernels fuses them when at least 1/64 of their work
 
 
 class SchedulerNode:
@@ -314,7 +315,7 @@ class Scheduler:
                 candidates = [group_of[name] for name in sorted(g.read_names) if name in group_of]
                 readers = {name: None for name in g.read_names}
                 candidates += [h for h in groups if h is not g and isinstance(h, FusedGroup)
-                               and h.read_names & readers.keys()]
+                               and self._shares_data(g, h.read_names & readers.keys())]
                 if _scalar(g):  # one-element kernels fuse with any other, each pair tried once
                     key = frozenset(g.names)
                     candidates += [h for h in groups
@@ -333,6 +334,23 @@ class Scheduler:
         # an empty buffer read only by other empty nodes is never needed
         needed = set(self.output_names).union(*(g.read_names for g in groups))
         return [g for g in groups if not isinstance(g, EmptyGroup) or g.names & needed]
+
+    def _shares_data(self, g: FusedGroup, shared: set[str]) -> bool:
+        """Whether kernels that both read ``shared`` gain from one loop: only when a shared buffer
+        is not much smaller than ``g``'s iteration space. Sharing a handful of scalars (an
+        optimizer step's bias corrections, read by every parameter's update) would make one loop
+        over all parameters, its hundreds of streams slower than a loop per parameter."""
+        if not shared:
+            return False
+        works = [sympy.sympify(n.numel * n.rnumel) for n in g.nodes]
+        if not all(w.is_number for w in works):  # symbolic sizes: not compared
+            return True
+        for name in shared:
+            buf = self.graph.names.get(name)
+            size = indexing.numel(buf.get_size()) if buf is not None and hasattr(buf, "get_size") else None
+            if size is None or not size.is_number or size * SHARED_FRACTION >= max(works):
+                return True
+        return False
 
     def _try_merge(self, a: FusedGroup, b: FusedGroup, groups: list[Any]) -> FusedGroup | None:
         nodes = sorted(a.nodes + b.nodes, key=lambda n: n.order)

@@ -656,8 +656,14 @@ class CppKernel:
         loops = list(zip(self.xv, self.plan.outer))
         n = len(loops)
         invariant: list[str] = []
+        outside: list[str] = []
+        if simd_inner and n and all(sympy.sympify(size).is_number for size in self.plan.outer):
+            # computed once for the whole kernel (an optimizer step's bias correction, a pow of
+            # the step count): per element, AdamW's update ran 2-3x eager's time. A loop that
+            # may run no time (a symbolic size) computes nothing ahead of it.
+            outside, body = hoist_invariant(body, {v.name for v in self.xv})
         if simd_inner and n >= 2:
-            invariant, body = hoist_invariant(body, self.xv[-1].name)
+            invariant, body = hoist_invariant(body, {self.xv[-1].name})
         for k in reversed(range(n)):
             var, size = loops[k]
             pragma = ""
@@ -680,7 +686,7 @@ class CppKernel:
                     [f"  {line}" for line in body] + ["}"]
             if k == n - 1:
                 body = invariant + body
-        return body
+        return outside + body
 
     def _streams_loops(self, body: list[str], var: Any, size: Any, streams: int, pragma: str) -> list[str]:
         """The inner loop over ``body`` as ``streams`` interleaved copies over as many parts of
@@ -698,12 +704,12 @@ _ASSIGN = re.compile(r"^(?:auto |int64_t |const bool )?(\w+) = (.*);$")
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
-def hoist_invariant(body: list[str], inner: str) -> tuple[list[str], list[str]]:
-    """(lines of a pointwise loop body that do not depend on the loop variable ``inner``, the
-    others), in order. Only assignments of a value move (no stores, no lambdas), so that an
-    index loaded once per row (an embedding's id, checked against its bound) is computed ahead
-    of the vector loop: gcc does not hoist it past a bounds check's reductions."""
-    variant = {inner}
+def hoist_invariant(body: list[str], loop_vars: set[str]) -> tuple[list[str], list[str]]:
+    """(lines of a pointwise loop body that depend on none of ``loop_vars``, the others), in
+    order. Only assignments of a value move (no stores, no lambdas), so that an index loaded once
+    per row (an embedding's id, checked against its bound) is computed ahead of the vector loop:
+    gcc does not hoist it past a bounds check's reductions."""
+    variant = set(loop_vars)
     hoisted: list[str] = []
     rest: list[str] = []
     for line in body:

@@ -6,6 +6,7 @@ A kernel that checks indirect indices returns nonzero when one was out of range;
 from __future__ import annotations
 
 import ctypes
+import re
 from typing import Any, Callable
 
 from .. import cache
@@ -22,14 +23,21 @@ class CppBackend:
     def generate(self, scheduler: Scheduler) -> tuple[str, dict[int, tuple[str, list[str]]]]:
         parts = []
         meta: dict[int, tuple[str, list[str]]] = {}
+        emitted: dict[str, str] = {}  # a kernel's code with its name left out -> the kernel's name
         for g in scheduler.groups:
             if not isinstance(g, FusedGroup):
                 continue
-            name = f"kernel{len(meta)}"
+            name = f"kernel{len(parts)}"
             k = CppKernel(name, g, scheduler.stored_buffers(g), scheduler.graph.names,
                           {s.name for s in scheduler.graph.symbol_sources})
-            parts.append(k.generate())
-            meta[id(g)] = (name, list(k.params) + [size_param(n) for n in k.size_params])
+            code = k.generate()
+            # the same loop over other buffers (each parameter's update in an optimizer step of
+            # same-shaped parameters) is one function, called with each one's pointers
+            shape = re.sub(rf"\b{name}(?=\b|_pass\b)", "KERNEL", code)
+            if shape not in emitted:
+                emitted[shape] = name
+                parts.append(code)
+            meta[id(g)] = (emitted[shape], list(k.params) + [size_param(n) for n in k.size_params])
         kernels = "\n\n".join(parts)
         return prelude(kernels) + "\n\n" + kernels + "\n", meta
 
