@@ -121,19 +121,24 @@ def test_training_with_gradient_accumulation_matches_eager(backend, mode):
     too; the same batch keeps what is tested to the accumulation."""
     ref = _resnet(True)
     ours = copy.deepcopy(ref)
+    exact = copy.deepcopy(ref).double()  # the referee: rounding of float32 sums differs by order
     compiled = ember.compile(ours, backend=backend, mode=mode)
     x = torch.randn(4, 3, 64, 64, device="cuda")
     y = torch.randint(0, 1000, (4,), device="cuda")
     for k in range(5):
-        losses = [F.cross_entropy(m(x), y) for m in (ref, compiled)]
+        losses = [F.cross_entropy(m(x), y) for m in (ref, compiled)] + [F.cross_entropy(exact(x.double()), y)]
         for loss in losses:
             loss.backward()
         torch.testing.assert_close(losses[1], losses[0], **TOL)
         if k == 0:  # after the warm-up .grad is None: the next backward's outputs become .grad
-            ref.zero_grad(set_to_none=True)
-            ours.zero_grad(set_to_none=True)
-    for p, q in zip(ref.parameters(), ours.parameters()):
-        torch.testing.assert_close(q.grad, p.grad, rtol=1e-2, atol=1e-3)
+            for m in (ref, ours, exact):
+                m.zero_grad(set_to_none=True)
+    for (name, p), q, e in zip(ref.named_parameters(), ours.parameters(), exact.parameters()):
+        try:
+            torch.testing.assert_close(q.grad, p.grad, rtol=1e-2, atol=1e-3)
+        except AssertionError:  # batch norm over 2x2 maps: eager float32 itself may be far off
+            ours_off, eager_off = (q.grad.double() - e.grad).abs().max(), (p.grad.double() - e.grad).abs().max()
+            assert ours_off <= 4 * eager_off + 1e-3, f"{name}: {ours_off:.3g} from float64, eager {eager_off:.3g}"
 
 
 def test_tutorial_reduce_overhead_inference_loop():
