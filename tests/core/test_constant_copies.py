@@ -55,6 +55,29 @@ def test_deepcopy_of_a_config_is_a_constant_and_its_copy_can_be_changed():
     assert len(graphs) == 1
 
 
+def test_reads_of_the_copy_need_no_guards_and_it_is_made_on_every_call(caplog):
+    """Whisper's and CLIP's forward (transformers 5) deep-copy the config in ``get_text_config``,
+    read a table of the copy (``names``, a dict: guarded as a library's setting would be) and
+    rename the copy's attributes. Guards rooted at the copy, an object made anew on every call,
+    failed on the call that made them, and every call ran eagerly."""
+    import logging
+
+    settings = Settings()
+
+    def f(s, x):
+        dec = s.for_decoder()
+        return x * dec.layers * len(dec.names)
+
+    backend, graphs = _counting()
+    compiled = ember.compile(f, backend=backend)
+    with caplog.at_level(logging.WARNING, "ember"):
+        for _ in range(3):
+            torch.testing.assert_close(compiled(settings, torch.ones(2)), torch.full((2,), 3.0))
+    assert "fail on the call that made them" not in caplog.text and len(graphs) == 1
+    settings.names["b"] = 2  # the original is guarded: a change is seen
+    torch.testing.assert_close(compiled(settings, torch.ones(2)), torch.full((2,), 6.0))
+
+
 def test_the_copy_follows_changes_of_the_original():
     settings = Settings()
 

@@ -20,7 +20,7 @@ import torch
 
 from .container_types import base_of, is_subclass_instance_type
 from .instances import InstanceVar, by_type
-from .sources import AttrSource, ItemSource, LocalSource, MethodCallSource, Source
+from .sources import AttrSource, ConstantSource, ItemSource, LocalSource, MethodCallSource, Source
 from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, UserDictVar, UserSetVar, Var, is_numpy_scalar
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: 
     """Turn ``value`` read from ``source`` into a Var, recording guards. ``object_attr``: read
     from an attribute of a plain object (not a module or a class), see ``ShapePolicy``."""
     guards = state.guards
+    if source is not None and _made_in_capture(state, source):
+        source = None  # read from an object this capture made (a deepcopy of a config): a constant
     if isinstance(value, torch.Tensor):
         if source is None:
             raise_unsupported(f"a tensor with no source ({type(value).__name__}) cannot enter the graph")
@@ -103,6 +105,17 @@ def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: 
             var.default_factory = wrap(state, value.default_factory, AttrSource(source, "default_factory") if source else None)
         return _one_var(state, value, var)
     return _opaque(state, value, source)
+
+
+def _made_in_capture(state: "CaptureState", source: Source) -> bool:
+    """Whether ``source`` reads from an object the capture itself made (``state.made``): such an
+    object is made anew on every call, so no guard on it could hold from one call to the next
+    (its own stores, replayed, changed it by the time the guards were checked)."""
+    root = source
+    while getattr(root, "base", None) is not None:
+        root = root.base
+    made = state.made.get(id(root.value)) if isinstance(root, ConstantSource) else None
+    return made is not None and made is root.value
 
 
 def _user_container(state: "CaptureState", value: Any, source: Source) -> Var | None:
