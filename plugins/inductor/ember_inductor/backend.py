@@ -14,6 +14,8 @@ On CPUs, a graph that runs slower compiled than eager in its first calls falls b
 """
 from __future__ import annotations
 
+import functools
+
 import logging
 import os
 from typing import Any, Callable, Sequence
@@ -84,8 +86,9 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
         compile_graph = wrap_compiler(compile_graph)
     aot = _aot_autograd()
     if aot is not None:
-        backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph,
-                      inference_compiler=compile_graph, decompositions=decompositions,
+        on_gpu = any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
+        backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph, inference_compiler=compile_graph,
+                      decompositions=functools.partial(decompositions, foreach_per_tensor=not on_gpu),
                       cache=_plan_codec(mode, options), joint_pass=layout.channels_last_training,
                       dynamic=True)  # compile_aten_graph takes symbolic graphs (and compiles per
         # shape what it cannot compile symbolically)

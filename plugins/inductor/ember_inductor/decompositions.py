@@ -47,7 +47,7 @@ def _contiguous_output(decomposition: Any) -> Any:
 
 
 @functools.lru_cache(None)
-def _table() -> dict[Any, Any]:
+def _table(foreach_per_tensor: bool) -> dict[Any, Any]:
     table = dict(core_aten_decompositions())
     flash = aten._scaled_dot_product_flash_attention_for_cpu.default
     if flash in table:
@@ -57,10 +57,14 @@ def _table() -> dict[Any, Any]:
         table.pop(op, None)
     table[aten.var_mean.correction] = _var_mean
     table[aten.lift_fresh_copy.default] = aten.clone.default  # a constant tensor made in the graph
-    table.update(foreach_decompositions())
+    if foreach_per_tensor:
+        table.update(foreach_decompositions())
     return table
 
 
-def decompositions() -> dict[Any, Any]:
-    """A fresh copy of the table (callers may extend it)."""
-    return dict(_table())
+def decompositions(foreach_per_tensor: bool = True) -> dict[Any, Any]:
+    """A fresh copy of the table (callers may extend it). ``foreach_per_tensor``: foreach ops
+    as one op per tensor, for the CPU's loops. On CUDA they stay aten's multi-tensor kernels: a
+    kernel per parameter is a launch per parameter (AdamW over 100 parameters on the H200: 13.6 ms
+    a step against eager foreach's 3.9), until the inductor fuses them horizontally."""
+    return dict(_table(foreach_per_tensor))
