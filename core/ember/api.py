@@ -10,6 +10,7 @@ import torch
 
 from . import torch_caches
 from .backends import REGISTRY
+from .capture.calls import has_hooks
 from .compiled import BackendChoice, CompiledFunction, OptimizedModuleLike, make_wrapper, reset_all, trampoline
 from .interrupts import safe_interrupts
 from .plugin import CompilerFn
@@ -83,9 +84,43 @@ def _rebuild_module(mod: torch.nn.Module, settings: dict[str, Any]) -> Optimized
     return OptimizedModule(mod, **settings)
 
 
+#: (module class, settings) -> the compiled call every compiled instance of that class shares
+_SHARED: dict[tuple, CompiledFunction] = {}
+
+
+def _call_module(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    return module(*args, **kwargs)
+
+
 def _compile_module(mod: torch.nn.Module, settings: dict[str, Any]) -> Callable[..., Any]:
+    """The module's compiled call. Modules of one class compiled with the same settings share
+    one compiled function that takes the module as an argument (regional compilation: each block
+    of a ``ModuleList`` compiled alone, one graph for all of them, as torch.compile; guarded on
+    the module's class and structure, its parameters and buffers are inputs). A module with hooks,
+    or settings that cannot be compared, gets a compiled function of its own."""
     choice = _resolve_backend(settings["backend"], settings["mode"], settings["options"])
-    return make_wrapper(CompiledFunction(trampoline(mod), choice, settings["fullgraph"], settings["dynamic"]))
+    key = _share_key(mod, settings)
+    if key is None:
+        return make_wrapper(CompiledFunction(trampoline(mod), choice, settings["fullgraph"], settings["dynamic"]))
+    shared = _SHARED.get(key)
+    if shared is None:
+        name = type(mod).__qualname__  # what logs and the profiler call it
+        call = types.FunctionType(_call_module.__code__.replace(co_name=type(mod).__name__, co_qualname=name),
+                                  _call_module.__globals__, type(mod).__name__)
+        shared = _SHARED[key] = CompiledFunction(call, choice, settings["fullgraph"], settings["dynamic"])
+    return functools.partial(make_wrapper(shared), mod)
+
+
+def _share_key(mod: torch.nn.Module, settings: dict[str, Any]) -> tuple | None:
+    if has_hooks(mod) or type(mod).__call__ is not torch.nn.Module.__call__:
+        return None
+    try:
+        options = tuple(sorted((settings["options"] or {}).items()))
+        key = (type(mod), settings["backend"], settings["mode"], options, settings["fullgraph"], settings["dynamic"])
+        hash(key)
+    except TypeError:  # an option value that is a list or a dict
+        return None
+    return key
 
 
 def _resolve_backend(backend: str | CompilerFn, mode: str | None, options: dict | None) -> BackendChoice:
@@ -173,6 +208,7 @@ def graph_break() -> None:
 def reset() -> None:
     """Drop every cached compilation; the next call of each compiled function recompiles."""
     reset_all()
+    _SHARED.clear()
     pm = REGISTRY.plugin_manager  # plugins already loaded free what they hold (CUDA graphs...)
     if pm is not None:
         pm.hook.ember_reset()
