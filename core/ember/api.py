@@ -13,6 +13,7 @@ from .backends import REGISTRY
 from .capture.calls import has_hooks
 from .compiled import BackendChoice, CompiledFunction, OptimizedModuleLike, make_wrapper, reset_all, trampoline
 from .interrupts import safe_interrupts
+from .tracebacks import pass_through
 from .plugin import CompilerFn
 
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -107,8 +108,9 @@ def _compile_module(mod: torch.nn.Module, settings: dict[str, Any]) -> Callable[
         name = type(mod).__qualname__  # what logs and the profiler call it
         call = types.FunctionType(_call_module.__code__.replace(co_name=type(mod).__name__, co_qualname=name),
                                   _call_module.__globals__, type(mod).__name__)
+        pass_through(call)  # its frame is ember's, not the user's, in tracebacks
         shared = _SHARED[key] = CompiledFunction(call, choice, settings["fullgraph"], settings["dynamic"])
-    return functools.partial(make_wrapper(shared), mod)
+    return make_wrapper(shared, bound_self=mod, has_self=True)
 
 
 def _share_key(mod: torch.nn.Module, settings: dict[str, Any]) -> tuple | None:

@@ -86,8 +86,10 @@ def test_every_product_module_has_a_docstring():
 #: 2026-12-02 (29,469 lines in 191 files; the largest, core/ember/capture/frame.py, 720 lines).
 #: Growing past either figure is a decision to make, not a drift: raise the number here, in the
 #: same commit, and say why in its message. Raised to 32,000 for issue 46's container subclasses
-#: (user_containers, container_dunders, py_operators: about 1,500 lines), on top of lazy generators.
-MAX_PRODUCT_LINES = 32_000
+#: (user_containers, container_dunders, py_operators: about 1,500 lines), on top of lazy generators;
+#: to 32,200 for foreach ops per tensor (foreach.py), the backend flags in the global-state snapshot
+#: and regional compilation (about 200 lines).
+MAX_PRODUCT_LINES = 32_200
 MAX_FILE_LINES = 760
 
 
