@@ -101,3 +101,25 @@ def test_cond_gradients_through_both_branches(sign):
 
     assert_captured_like_torch(cond_with_closures, args, grad=True)
 
+
+
+@torch.compiler.nested_compile_region
+def _region(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x @ w) + 1
+
+
+def _repeated_region(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    for _ in range(4):
+        x = _region(x, w)
+    return x
+
+
+def test_a_nested_compile_region_is_captured_into_the_graph() -> None:
+    """``torch.compiler.nested_compile_region``'s placeholder raised under capture (ember answers
+    ``is_dynamo_compiling()`` as torch.compile does), so each of the calls was a graph break and
+    ran eagerly: 0 graphs where torch.compile makes 1."""
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(0)
+        return torch.randn(4, 4, generator=g), torch.randn(4, 4, generator=g).requires_grad_()
+
+    assert_captured_like_torch(_repeated_region, make, grad=True)

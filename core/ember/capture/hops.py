@@ -21,6 +21,7 @@ import torch
 import torch.fx
 from torch._higher_order_ops.associative_scan import associative_scan_op
 from torch._higher_order_ops.cond import cond_op
+from torch._higher_order_ops.invoke_subgraph import invoke_subgraph_placeholder
 from torch._higher_order_ops.map import map_impl
 from torch._higher_order_ops.scan import scan_op
 from torch._higher_order_ops.while_loop import while_loop_op
@@ -224,3 +225,13 @@ def _bound(frame: "Frame", names: tuple[str, ...], args: list[Var], kwargs: dict
 
 
 __all__ = ["emit", "rebuild"]
+
+
+@handles(invoke_subgraph_placeholder)
+def _nested_compile_region(frame: "Frame", args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """A function marked ``torch.compiler.nested_compile_region``: its body is captured into the
+    calling graph (inlined), as any function; compiled once and stamped out per call is not done
+    here (a capture of the region's first call reused for the others would need a subgraph
+    operator). Without this the marker's placeholder raised under capture and every call ran
+    eagerly."""
+    return call(frame, args[0], args[1:], kwargs)
