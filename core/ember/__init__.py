@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import config, logs
 from .api import OptimizedModule, compile, disable, graph_break, optimize, reset
 from .backends import list_backends, register_backend
+from .cache_artifacts import load_cache_artifacts, save_cache_artifacts
 from .errors import BackendCompilerFailed, BackendUnavailable, EmberError, Unsupported
 from .explain import explain
 from .shapes import mark_dynamic, mark_static
@@ -35,10 +36,12 @@ __all__ = [
     "export",
     "graph_break",
     "list_backends",
+    "load_cache_artifacts",
     "mark_dynamic",
     "mark_static",
     "optimize",
     "register_backend",
     "reset",
+    "save_cache_artifacts",
     "set_stance",
 ]
