@@ -18,6 +18,7 @@ import weakref
 from typing import Any, Callable, NamedTuple
 
 import torch
+import torch.autograd.profiler as autograd_profiler
 
 from . import config, distributed, stance, torch_caches
 from .capture import capture, dispatch_modes
@@ -361,6 +362,20 @@ def trampoline(self: Callable[..., Any]) -> types.FunctionType:
     return call
 
 
+def _run_profiled(cf: CompiledFunction, L: dict) -> Any:
+    """A call while torch.profiler records: the compiled call is one range named after the user's
+    function and the entry that ran (``ember: f graph 0``, in the order they were compiled), a miss
+    ``ember: f capture and compile``, so that a trace shows which compiled code the time went to."""
+    name = f"ember: {cf.fn.__qualname__}"
+    for k, entry in enumerate(cf.entries):
+        inputs = entry.guard(L)
+        if inputs is not None:
+            with torch.profiler.record_function(f"{name} graph {len(cf.entries) - 1 - k}"):
+                return entry.run(L, inputs)
+    with torch.profiler.record_function(f"{name} capture and compile"):
+        return cf.miss(L)
+
+
 def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = False) -> Callable:
     """The function users call: binder, guards, runner; the miss path on the slow side."""
     entries = cf.entries
@@ -378,6 +393,8 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
                 return fn(bound_self, *args, **kwargs)
             try:
                 L = bind(bound_self, *args, **kwargs)
+                if autograd_profiler._is_profiler_enabled:
+                    return _run_profiled(cf, L)
                 for entry in entries:
                     inputs = entry.guard(L)
                     if inputs is not None:
@@ -393,6 +410,8 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
                 return fn(*args, **kwargs)
             try:
                 L = bind(*args, **kwargs)
+                if autograd_profiler._is_profiler_enabled:
+                    return _run_profiled(cf, L)
                 for entry in entries:
                     inputs = entry.guard(L)
                     if inputs is not None:
