@@ -25,9 +25,11 @@ from ember.settle import Setter, Settling
 
 from . import debug, layout, symbolic
 from .codegen.common import CompiledKernels
+from .codegen.language import kernel_language
 from .codegen.selection import backend_for, backend_named
 from .codegen.wrapper import LayoutMismatch, WrapperCodegen, wrapper_globals
 from .graph import GraphLowering
+from .pad_matmul import pad_matmuls
 from .per_shape import PerShapeGraph
 from .scheduler import FusedGroup, Scheduler
 
@@ -225,6 +227,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], defer: boo
         from .codegen.triton_runtime import start_compile_workers
         start_compile_workers()
         layout.channels_last_convolutions(gm)
+    if kernel_language(device.type) == "triton":  # CUDA's libraries run the products
+        pad_matmuls(gm)
     dump = debug.DebugDump.create(gm)
     graph = GraphLowering(gm).run()
     scheduler = Scheduler(graph)

@@ -91,3 +91,54 @@ def test_the_matrix_rule() -> None:
     assert wanted(bmm, 0, [3, 5, 7], [0, 7, 1], bf16, True) == ([0, 8, 1], 8)    # a broadcast stays
     assert output_strides(mm, [32, 101], [101, 1], bf16, True) == [104, 1]
     assert output_strides(mm, [32, 64], [64, 1], bf16, True) is None
+
+
+def test_misaligned_product_dimensions_are_padded_with_zeros(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A 16-bit product with a dimension that is not a multiple of 8 (the vocabulary's 101 here,
+    GPT-2's 50257) runs padded with zeros and sliced back (``pad_matmul``): forward and both
+    gradients, results equal to eager's. Small products are left alone outside this test."""
+    from ember_inductor import compile_fx, pad_matmul
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(pad_matmul, "MIN_FLOPS", 0)
+    padded: list[int] = []
+    monkeypatch.setattr(compile_fx, "pad_matmuls", lambda gm: padded.append(pad_matmul.pad_matmuls(gm)) or padded[-1])
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(30, DIM, generator=g), torch.randn(VOCAB, DIM, generator=g) * 0.1
+    labels = torch.randint(0, VOCAB, (30,), generator=g)
+    got = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+    ref = [x.clone().requires_grad_(), w.clone().requires_grad_()]
+    loss = ember.compile(_logits_loss, options={"eager_fallback": False})(*got, labels)
+    loss.backward()
+    expected = _logits_loss(*ref, labels)
+    expected.backward()
+    torch.testing.assert_close(loss, expected, rtol=1e-3, atol=1e-3)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a.grad, b.grad, rtol=2e-2, atol=2e-3)
+    assert padded == [1, 2]  # the logits' product; the two products of its gradient
+
+
+def test_the_padding_pass_keeps_the_product() -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from ember_inductor import pad_matmul
+
+    def products(x: torch.Tensor, w: torch.Tensor, g: torch.Tensor) -> tuple:
+        xb, wb = x.to(torch.bfloat16), w.to(torch.bfloat16)
+        return xb @ wb.t(), g @ wb, g.t() @ xb
+
+    x, w = torch.randn(30, DIM), torch.randn(VOCAB, DIM)
+    g = torch.randn(30, VOCAB).to(torch.bfloat16)
+    gm = make_fx(products, tracing_mode="fake")(x, w, g)
+    assert pad_matmul.pad_matmuls(gm) == 0  # too small to be worth it
+    pad_matmul.MIN_FLOPS, saved = 0, pad_matmul.MIN_FLOPS
+    try:
+        assert pad_matmul.pad_matmuls(gm) == 3
+    finally:
+        pad_matmul.MIN_FLOPS = saved
+    shapes = [tuple(a.meta["val"].shape) for n in gm.graph.nodes if n.target is torch.ops.aten.mm.default
+              for a in n.args[:2]]
+    assert all(d % 8 == 0 for s in shapes for d in s), shapes
+    for a, b in zip(gm(x, w, g), products(x, w, g)):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b)
