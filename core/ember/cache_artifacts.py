@@ -14,6 +14,7 @@ that is rebuilt, never loaded; entries are written to a temporary file and renam
 """
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import json
 import os
@@ -32,9 +33,11 @@ _HEADER = "versions.json"
 
 
 def _versions() -> dict[str, str]:
-    from . import __version__
-
-    return {"ember": __version__, "torch": torch.__version__, "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
+    try:
+        ember = importlib.metadata.version("ember")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        ember = "source"
+    return {"ember": ember, "torch": torch.__version__, "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
             "machine": platform.machine()}
 
 

@@ -88,8 +88,9 @@ def test_every_product_module_has_a_docstring():
 #: same commit, and say why in its message. Raised to 32,000 for issue 46's container subclasses
 #: (user_containers, container_dunders, py_operators: about 1,500 lines), on top of lazy generators;
 #: to 32,200 for foreach ops per tensor (foreach.py), the backend flags in the global-state snapshot
-#: and regional compilation (about 200 lines).
-MAX_PRODUCT_LINES = 32_200
+#: and regional compilation (about 200 lines); to 32,400 for issue 49's cache artifacts and profiler
+#: ranges and issue 47's padded matrix products (pad_matmul.py).
+MAX_PRODUCT_LINES = 32_400
 MAX_FILE_LINES = 760
 
 
