@@ -89,7 +89,7 @@ class GuardSet:
         """Type and value in one check (``True != 1``, ``1.0 != 1`` here)."""
         t = self.consts.name(type(value), "t")
         constant = None
-        if isinstance(value, float) and value != value or type(value).__module__ == "numpy" and value != value:
+        if (isinstance(value, float) or type(value).__module__ == "numpy") and value != value:  # NaN, numpy's too
             test = "{0} != {0}"
         elif (text := literal(value)) is not None:
             test = "{0} == " + text.replace("{", "{{").replace("}", "}}")

@@ -15,7 +15,6 @@ On CPUs, a graph that runs slower compiled than eager in its first calls falls b
 from __future__ import annotations
 
 import functools
-
 import logging
 import os
 from typing import Any, Callable, Sequence
@@ -25,6 +24,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from . import debug, layout, measured
+from .codegen.language import kernel_language
 from .decompositions import decompositions
 from .flex_attention import decompose_flex_attention
 from .trace import trace_inference
@@ -86,9 +86,12 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
         compile_graph = wrap_compiler(compile_graph)
     aot = _aot_autograd()
     if aot is not None:
-        on_gpu = any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
+        # foreach ops one op per tensor where kernels are C++ loops (a Triton kernel per parameter
+        # is a launch per parameter): the same choice of language as the graph's kernels
+        device = next((x.device.type for x in example_inputs if isinstance(x, torch.Tensor)), "cpu")
+        per_tensor = device == "cpu" and kernel_language(device) == "cpp"
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph, inference_compiler=compile_graph,
-                      decompositions=functools.partial(decompositions, foreach_per_tensor=not on_gpu),
+                      decompositions=functools.partial(decompositions, foreach_per_tensor=per_tensor),
                       cache=_plan_codec(mode, options), joint_pass=layout.channels_last_training,
                       dynamic=True)  # compile_aten_graph takes symbolic graphs (and compiles per
         # shape what it cannot compile symbolically)

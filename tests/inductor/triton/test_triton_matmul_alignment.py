@@ -43,22 +43,26 @@ def _wrappers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return sources
 
 
-def test_vocabulary_products_get_aligned_rows_and_match_eager(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))  # no stored plan: the wrappers are generated
-    sources = _wrappers(monkeypatch)
+def _compiled_loss_matches_eager(rows: int) -> None:
+    """``_logits_loss`` of ``rows`` rows compiled: its loss and both gradients equal eager's."""
     g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(32, DIM, generator=g), torch.randn(VOCAB, DIM, generator=g) * 0.1
-    labels = torch.randint(0, VOCAB, (32,), generator=g)
+    x, w = torch.randn(rows, DIM, generator=g), torch.randn(VOCAB, DIM, generator=g) * 0.1
+    labels = torch.randint(0, VOCAB, (rows,), generator=g)
     got = [x.clone().requires_grad_(), w.clone().requires_grad_()]
     ref = [x.clone().requires_grad_(), w.clone().requires_grad_()]
-    compiled = ember.compile(_logits_loss, options={"eager_fallback": False})
-    loss = compiled(*got, labels)
+    loss = ember.compile(_logits_loss, options={"eager_fallback": False})(*got, labels)
     loss.backward()
     expected = _logits_loss(*ref, labels)
     expected.backward()
     torch.testing.assert_close(loss, expected, rtol=1e-3, atol=1e-3)
     for a, b in zip(got, ref):
         torch.testing.assert_close(a.grad, b.grad, rtol=2e-2, atol=2e-3)
+
+
+def test_vocabulary_products_get_aligned_rows_and_match_eager(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))  # no stored plan: the wrappers are generated
+    sources = _wrappers(monkeypatch)
+    _compiled_loss_matches_eager(32)
     forward, backward = sources
     assert re.search(r"(b\d+) = empty_strided\(\(32, 101, \), \(104, 1, \), dtype=torch.bfloat16\)\n"
                      r"    c\d+\(.*, out=\1\)", forward), forward
@@ -103,18 +107,7 @@ def test_misaligned_product_dimensions_are_padded_with_zeros(monkeypatch: pytest
     monkeypatch.setattr(pad_matmul, "MIN_FLOPS", 0)
     padded: list[int] = []
     monkeypatch.setattr(compile_fx, "pad_matmuls", lambda gm: padded.append(pad_matmul.pad_matmuls(gm)) or padded[-1])
-    g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(30, DIM, generator=g), torch.randn(VOCAB, DIM, generator=g) * 0.1
-    labels = torch.randint(0, VOCAB, (30,), generator=g)
-    got = [x.clone().requires_grad_(), w.clone().requires_grad_()]
-    ref = [x.clone().requires_grad_(), w.clone().requires_grad_()]
-    loss = ember.compile(_logits_loss, options={"eager_fallback": False})(*got, labels)
-    loss.backward()
-    expected = _logits_loss(*ref, labels)
-    expected.backward()
-    torch.testing.assert_close(loss, expected, rtol=1e-3, atol=1e-3)
-    for a, b in zip(got, ref):
-        torch.testing.assert_close(a.grad, b.grad, rtol=2e-2, atol=2e-3)
+    _compiled_loss_matches_eager(30)
     assert padded == [1, 2]  # the logits' product; the two products of its gradient
 
 
