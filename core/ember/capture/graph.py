@@ -67,6 +67,7 @@ class GraphBuilder:
         #: ``InputToken`` (inputs the graph does not use too: their symbols may be guarded)
         self.symbolic_inputs: list[tuple[Source, Any]] = []
         self._input_vars: dict[int, TensorVar] = {}
+        self._numpy_tensors: dict[int, torch.Tensor] = {}
         self._last_placeholder: torch.fx.Node | None = None
         self._fake_vars: dict[int, TensorVar] = {}
         #: the frames the interpreter is walking, outermost first (see positions.py)
@@ -92,6 +93,14 @@ class GraphBuilder:
     def input_for(self, tensor: torch.Tensor) -> TensorVar | None:
         """The variable already standing for this exact tensor object, if any."""
         return self._input_vars.get(id(tensor))
+
+    def numpy_tensor(self, array: Any) -> torch.Tensor:
+        """``torch.from_numpy(array)``, one tensor per array (it keeps the array alive), so that
+        two reads of one array are one graph input."""
+        tensor = self._numpy_tensors.get(id(array))
+        if tensor is None:
+            tensor = self._numpy_tensors[id(array)] = torch.from_numpy(array)
+        return tensor
 
     def _placeholder(self, source: Source) -> torch.fx.Node:
         if self._last_placeholder is None:

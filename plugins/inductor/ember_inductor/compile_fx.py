@@ -242,7 +242,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], defer: boo
     codegen = WrapperCodegen(scheduler, prepared.kernels, device, prepared.tensor_args)
     source = codegen.generate()
     if dump:
-        dump.write_code(prepared.source, source)
+        dump.write_code(prepared.source, source, kernel_language(device.type))
     if graph.fallback_ops:
         log.debug("ops run by aten: %s", sorted(set(graph.fallback_ops)))
     pending = _BUILDS.submit(_build_on, device, prepared.build)

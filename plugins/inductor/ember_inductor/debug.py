@@ -2,7 +2,7 @@
 
 Folder: ``$EMBER_DEBUG_DIR`` (default ``./ember_debug``) / ``graph_<n>_<hash>/`` with
 ``aten_graph.py``, ``fx_graph.py`` (when the backend saw one), ``ir.txt``, ``fusion.txt``,
-``kernels.cpp`` and ``wrapper.py``.
+``kernels.cpp`` or ``kernels.py`` (Triton) and ``wrapper.py``.
 """
 from __future__ import annotations
 
@@ -80,6 +80,6 @@ class DebugDump:
                 fus.append(f"group {k}: extern {g.node.kernel.op} ({g.node.name})")
         self._write("fusion.txt", "\n".join(fus) + "\n")
 
-    def write_code(self, kernels: str, wrapper: str) -> None:
-        self._write("kernels.cpp", kernels)
+    def write_code(self, kernels: str, wrapper: str, language: str) -> None:
+        self._write("kernels.py" if language == "triton" else "kernels.cpp", kernels)
         self._write("wrapper.py", wrapper)

@@ -417,11 +417,13 @@ def _is_view_op(node: Any) -> bool:
 
 
 def _graph_device(gm: torch.fx.GraphModule) -> str:
-    for node in gm.graph.nodes:
-        val = node.meta.get("val")
-        if node.op == "placeholder" and isinstance(val, torch.Tensor):
-            return val.device.type
-    return "cpu"
+    """The device kernels are generated for: that of the tensors the graph computes on. A CPU
+    tensor beside CUDA ones (a mask made from numpy, an optimizer's step count, an index) is an
+    argument of the CUDA graph, not its device; a CPU tensor first among the inputs made every
+    CUDA op of wav2vec2's masked backward an aten call."""
+    types = [val.device.type for node in gm.graph.nodes
+             if isinstance(val := node.meta.get("val"), torch.Tensor)]
+    return next((t for t in types if t != "cpu"), "cpu")
 
 
 def _lowerable_meta(val: Any, device_type: str) -> bool:
