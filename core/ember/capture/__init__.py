@@ -179,11 +179,11 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
             kept = [*snap.stack, *snap.locals.values(), *state.side_effects.values(), *frame.cells.values()]
             generator_outputs.close_abandoned(frame, [v for v in kept if isinstance(v, Var)])
             plan = plan_break(frame, builder, next_offset, "___callee")
+            replay = state.side_effects.replay_lines(builder)  # after the stack is rebuilt, before the step
+            makes, fills = builder.cell_lines()  # a closure cell holding what Python cannot rebuild
         except Unsupported as inner:
             exc.no_break_reason = str(inner)
             raise exc from inner
-        replay = state.side_effects.replay_lines(builder)  # after the stack is rebuilt, before the step
-        makes, fills = builder.cell_lines()
         tail, resumes, reason = makes + plan.prefix + replay + fills + plan.native, plan.resumes, exc
     return _finish(state, builder, tail, resumes, reason)
 

@@ -19,10 +19,10 @@ import torch
 from .builder import wrap
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
 from .container_dunders import DUNDERS
-from .container_types import is_data_descriptor
+from .container_types import is_data_descriptor, read_through_descriptor
 from .containers import ContainerMethod
 from .dispatch import handles_attr, handles_store, load_attr
-from .instances import by_type, pin
+from .instances import ArrayVar, by_type, pin
 from .sources import AttrSource, DictEntrySource, constant_source
 from .torch_ops import module_is_trusted
 from .values import BoundMethodVar, ConstVar, DictVar, Var
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 @handles_attr(ConstVar)
 def _const_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
+    if isinstance(obj, ArrayVar):  # ``a.sum``, ``a.T``: read from its elements now
+        obj.pin()
     if type(obj.value) in (set, frozenset) and hasattr(obj.value, name) and (not name.startswith("__")
                                                                            or name in DUNDERS):
         return ContainerMethod(obj, name)
@@ -75,7 +77,7 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
             return found
     held = _held_dict(frame, getattr(value, "__dict__", None)) if not isinstance(value, type) else None
     if held is not None and name in held.items \
-            and not is_data_descriptor(inspect.getattr_static(type(value), name, None)):
+            and not read_through_descriptor(inspect.getattr_static(type(value), name, None)):
         return held.items[name]  # the code holds the object's __dict__: its attributes are read through it
     try:
         static = inspect.getattr_static(value, name)
@@ -89,7 +91,8 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
         return _instance_dict(frame, obj, instance_dict)
     if held is not None:  # not in the __dict__ the code holds
         instance_dict = {}
-    if not is_class and isinstance(instance_dict, dict) and name in instance_dict:
+    if not is_class and isinstance(instance_dict, dict) and name in instance_dict \
+            and not read_through_descriptor(static):
         return _wrap_attr(frame, obj, name, instance_dict[name])
     if not is_class:
         from .inline import class_member
@@ -199,11 +202,28 @@ def _store_const_attr(frame: "Frame", obj: ConstVar, name: str, value: Any, defa
         frame.fail(f"assignment to attribute {name!r} of a {cls.__name__} (a class, or a __setattr__ not in Python)")
     if isinstance(inspect.getattr_static(target, name, None), property):
         frame.fail(f"assignment to property {name!r}")
+    if _inline_descriptor_store(frame, obj, inspect.getattr_static(cls, name, None), value):
+        return
     held = _held_dict(frame, getattr(target, "__dict__", None))
     if held is not None and not is_data_descriptor(inspect.getattr_static(cls, name, None)):
         _store_into_held(frame, held, name, value)  # the code holds its __dict__: stored there
         return
     frame.state.side_effects.store_attr(obj, target, name, value, raw=default)
+
+
+def _inline_descriptor_store(frame: "Frame", obj: ConstVar, descriptor: Any, value: Any) -> bool:
+    """``obj.name = value`` where the class's ``name`` is a descriptor whose ``__set__`` (or
+    ``__delete__``) is Python code: that code runs, inlined, as Python runs it; recording the
+    value instead made later reads return it (a ``__set__`` that doubles what it is given)."""
+    from .inline import inline_call
+    from .side_effects import DELETED
+
+    hook = inspect.getattr_static(type(descriptor), "__delete__" if value is DELETED else "__set__", None)
+    if not isinstance(hook, types.FunctionType):
+        return False  # none, or C code (``__slots__`` members): the store is Python's own
+    args = [ConstVar(descriptor), obj] + ([] if value is DELETED else [value])
+    inline_call(frame, ConstVar(hook), args, {})
+    return True
 
 
 def _store_into_held(frame: "Frame", held: Var, name: str, value: Any) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .container_types import base_of, is_subclass_instance_type
-from .instances import InstanceVar, by_type
+from .instances import ArrayVar, InstanceVar, by_type
 from .sources import AttrSource, ConstantSource, ItemSource, LocalSource, MethodCallSource, Source
 from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, UserDictVar, UserSetVar, Var, is_numpy_scalar
 
@@ -169,9 +169,9 @@ def _opaque(state: "CaptureState", value: Any, source: Source | None) -> Var:
             state.instances[id(value)] = (value, source)
             state.guards.type_match(source, value)
         return InstanceVar(value, source, state.guards)
-    if isinstance(source, ItemSource) and type(value).__name__ == "ndarray" and type(value).__module__ == "numpy":
-        state.guards.array_content(source, value)  # ``array[i]``/``array[:, None]``: a new view on each read
-        return ConstVar(value, source)
+    if type(value).__name__ == "ndarray" and type(value).__module__ == "numpy":
+        state.guards.type_match(source, value)  # its elements once capture reads them (ArrayVar.pin)
+        return ArrayVar(value, source, state.guards)
     if closure_read_through(value, source):  # made anew on each call: guarded on its code
         state.guards.identity(AttrSource(source, "__code__"), value.__code__)
         return ConstVar(value, source)

@@ -316,6 +316,8 @@ def _getattr(frame: "Frame", args: list, kwargs: dict) -> Var:
             return load_attr(frame, args[0], name)
         except Unsupported as exc:
             if "has no attribute" in str(exc):
+                if isinstance(args[0], ConstVar):  # the default holds while the attribute is absent
+                    _lacks(frame, args[0], name)
                 return args[2]
             raise
         except Raised as raised:  # an inlined property raised
@@ -383,7 +385,11 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
                     return _lacks(frame, obj, name)
                 raise
         pin(obj)
-        return ConstVar(hasattr(obj.value, name))
+        if not hasattr(obj.value, name):
+            return _lacks(frame, obj, name)
+        if obj.source is not None:  # its presence holds while the read it guards does
+            load_attr(frame, obj, name)
+        return ConstVar(True)
     from .objects import ShadowVar
     from .values import PartialVar
 

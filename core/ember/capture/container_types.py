@@ -65,8 +65,14 @@ def type_of(var: Var) -> type:
 
 
 def is_data_descriptor(value: Any) -> bool:
-    """A property or another descriptor that wins over an instance's ``__dict__``."""
+    """A property or another descriptor that a store to an instance's attribute goes through."""
     return value is not None and (hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
+
+
+def read_through_descriptor(value: Any) -> bool:
+    """A data descriptor that a read of an instance's attribute goes through, before the
+    instance's ``__dict__``: one with ``__get__`` too (one without is passed over, as CPython does)."""
+    return is_data_descriptor(value) and hasattr(type(value), "__get__")
 
 
 def python_method(cls: type, name: str) -> types.FunctionType | None:
@@ -75,5 +81,5 @@ def python_method(cls: type, name: str) -> types.FunctionType | None:
     return found if isinstance(found, types.FunctionType) else None
 
 
-__all__ = ["BUILTIN_BASES", "base_of", "is_data_descriptor", "is_subclass_instance_type", "python_attr",
+__all__ = ["BUILTIN_BASES", "base_of", "is_data_descriptor", "is_subclass_instance_type", "python_attr", "read_through_descriptor",
            "python_method", "type_of"]

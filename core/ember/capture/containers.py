@@ -298,6 +298,12 @@ def _set_method(frame: "Frame", obj: Var, name: str, args: list[Var], kwargs: di
         throw(AttributeError(f"'frozenset' object has no attribute {name!r}"))
     if kwargs or name not in _SET_READS | _SET_WRITES:
         frame.fail(f"{set_type.__name__}.{name} is not supported")
+    if name in _STOPS_EARLY and len(args) == 1 and _lazy_iterable(args[0]):
+        keys = set_keys.keys_of(frame, obj)
+        for item in each_item(frame, args[0]):  # Python stops at the first shared (missing) element
+            if (set_keys.key(frame, item) in keys) == (name == "isdisjoint"):
+                return ConstVar(False)
+        return ConstVar(True)
     if name == "add":
         values = [set_keys.key(frame, a) for a in args]
     elif name in ("discard", "remove"):
@@ -311,6 +317,21 @@ def _set_method(frame: "Frame", obj: Var, name: str, args: list[Var], kwargs: di
         return set_keys.element(result) if name == "pop" else lift(result)
     result = evaluate(getattr(set_type(set_keys.keys_of(frame, obj)), name), *values)
     return set_keys.make(frame, result, type(result)) if isinstance(result, (set, frozenset)) else lift(result)
+
+
+#: the set methods that read an iterable argument only up to the answer
+_STOPS_EARLY = ("isdisjoint", "issuperset")
+
+
+def _lazy_iterable(var: Var) -> bool:
+    """An argument whose elements are read one by one (a generator, an iterator), not a set or a constant."""
+    if isinstance(var, SetVar) or isinstance(var, ConstVar) and isinstance(var.value, (set, frozenset)):
+        return False
+    try:
+        python_value(var)
+    except NotConstant:
+        return True
+    return False
 
 
 def _set_argument(frame: "Frame", var: Var) -> Any:

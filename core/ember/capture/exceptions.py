@@ -100,8 +100,22 @@ def raising(frame: "Frame", exc: Var, cause: Var | None) -> ConstVar:
         value.__cause__ = None if none else _instance(frame, cause, "exception causes must derive from BaseException")
     handled = frame.state.handled
     if handled is not None and handled.value is not value:
+        _cut_cycle(handled.value, value)
         value.__context__ = handled.value
     return ConstVar(value)
+
+
+def _cut_cycle(context: BaseException, value: BaseException) -> None:
+    """Before ``value.__context__ = context``: where ``value`` is already down ``context``'s chain,
+    the link to it is cut, as CPython does, so that the chain has no cycle."""
+    seen = set()
+    link = context
+    while link.__context__ is not None and id(link) not in seen:
+        seen.add(id(link))
+        if link.__context__ is value:
+            link.__context__ = None
+            return
+        link = link.__context__
 
 
 def _instance(frame: "Frame", var: Var, error: str) -> BaseException:

@@ -10,6 +10,7 @@ The child frame is made by the calling frame's own class, so this module needs n
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -163,7 +164,7 @@ def call_dunder(frame: "Frame", obj: Var, name: str, args: list[Var]) -> Var | N
 
 def class_member(frame: "Frame", obj: Var, cls: type, name: str, static: Any) -> Var | None:
     """``obj.name`` when ``static`` (found on ``obj``'s class ``cls``) is a Python method, static
-    or class method, or property (its getter inlined); None for anything else. The class is read
+    or class method, property or other descriptor (its getter inlined); None for anything else. The class is read
     through a guard (``functions.class_function``)."""
     if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
         return inline_call(frame, class_function(frame.state, cls, name, static), [obj], {})
@@ -173,7 +174,16 @@ def class_member(frame: "Frame", obj: Var, cls: type, name: str, static: Any) ->
         return class_function(frame.state, cls, name, static)
     if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
         return BoundMethodVar(class_function(frame.state, cls, name, static), ConstVar(cls))
+    getter = inspect.getattr_static(type(static), "__get__", None)
+    if isinstance(getter, types.FunctionType) and type(static).__module__.partition(".")[0] not in _STDLIB:
+        # a descriptor the program wrote: its __get__ inlined, so that it sees the stores made
+        # before it (the standard library's, enum members' ``value`` or ``cached_property``, are
+        # read as they are)
+        return inline_call(frame, ConstVar(getter), [ConstVar(static), obj, ConstVar(cls)], {})
     return None
+
+
+_STDLIB = frozenset(sys.stdlib_module_names)
 
 
 #: a function's attributes that are not in its ``__dict__`` and may be stored (``functools.wraps``)

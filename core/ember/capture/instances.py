@@ -49,10 +49,29 @@ class InstanceVar(ConstVar):
         return f"InstanceVar({type(self.value).__name__})"
 
 
+@dataclasses.dataclass(eq=False)
+class ArrayVar(ConstVar):
+    """A numpy array read from the frame, guarded on its type. Handed to ``torch.from_numpy`` /
+    ``torch.tensor`` it is a graph input (its elements are data); :meth:`pin` guards its dtype,
+    shape and elements once anything reads them at capture (``a + b`` of two arrays, ``a.sum()``,
+    its truth or length), so that the folded result cannot go stale."""
+
+    guards: GuardSet | None = dataclasses.field(default=None, repr=False)
+
+    def pin(self) -> None:
+        if self.guards is not None and self.source is not None:
+            self.guards.array_content(self.source, self.value)
+            self.guards = None
+
+    def __repr__(self) -> str:
+        return f"ArrayVar({self.value.dtype}{list(self.value.shape)})"
+
+
 def pin(*vars: Any) -> None:
-    """Guard the identity of each of ``vars`` that is an :class:`InstanceVar`."""
+    """Guard what each of ``vars`` stands for where capture reads it now: the identity of an
+    :class:`InstanceVar`, the elements of an :class:`ArrayVar`."""
     for var in vars:
-        if isinstance(var, InstanceVar):
+        if isinstance(var, (InstanceVar, ArrayVar)):
             var.pin()
 
 
@@ -61,4 +80,4 @@ def answers_truth(cls: type) -> bool:
     return getattr(cls, "__bool__", None) is not None or getattr(cls, "__len__", None) is not None
 
 
-__all__ = ["InstanceVar", "answers_truth", "by_type", "pin"]
+__all__ = ["ArrayVar", "InstanceVar", "answers_truth", "by_type", "pin"]

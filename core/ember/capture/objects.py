@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from ..errors import Unsupported
+from .container_types import read_through_descriptor
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_store, handles_truth, iterate
 from .exceptions import throw
 from .inline import call_dunder, class_member
@@ -273,8 +274,7 @@ def load_attr(frame: "Frame", obj: ShadowVar, name: str) -> Var:
     value = obj.value
     own = getattr(value, "__dict__", None)
     static = inspect.getattr_static(type(value), name, None)
-    data_descriptor = hasattr(type(static), "__set__") or hasattr(type(static), "__delete__")
-    if isinstance(own, dict) and name in own and not data_descriptor:
+    if isinstance(own, dict) and name in own and not read_through_descriptor(static):
         return from_shadow(frame, own[name], obj.root, _extend(obj.path, "attr", name))
     if name == "__dict__":
         frame.fail(f"reading __dict__ of a {type(value).__name__} built in captured code")

@@ -86,6 +86,8 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         else:
             items[:] = evaluate(operator.mul, items, as_const(frame, b, "a list repeat count"))
         return a
+    if symbol.endswith("=") and isinstance(a, ConstVar):  # ``arr += b``: C code would change it now, once
+        frame.fail(f"in-place operator {symbol!r} on a {type(a.value).__name__} (changed at capture, not per call)")
     try:
         result = _fold(frame, op, a, b)
     except NotConstant:
@@ -160,14 +162,46 @@ def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
                 truthy(frame, compare(frame, "==", p, q)) for p, q in zip(left, right))
             return ConstVar(equal == (symbol == "=="))
         return _fold(frame, op, *(lift(python_value(v)) for v in (a, b)))  # sizes specialised
-    if symbol in ("==", "!=") and type(a) is not type(b):
-        return ConstVar((symbol == "!="))
     if symbol in ("==", "!="):
-        same = a is b
-        if same:
+        if a is b:
             return ConstVar(symbol == "==")
+        real = [_real_operand(v) for v in (a, b)]
+        if all(r is not _NO_VALUE for r in real):  # an object built in capture and a constant
+            return lift(evaluate(op, *real))
+        if any(isinstance(v, ConstVar) and v.value is None for v in (a, b)) or any(
+                isinstance(v, UserObjectVar) and v.python_type().__eq__ is object.__eq__ for v in (a, b)):
+            return ConstVar(is_same(frame, a, b) == (symbol == "=="))  # no __eq__ of Python (hooked above)
+        if any(isinstance(v, ConstVar) and isinstance(v.value, _SCALARS) for v in (a, b)) \
+                and any(isinstance(v, _CONTAINERS) for v in (a, b)):
+            return ConstVar(symbol == "!=")  # a builtin container never equals a number or a string
     frame.fail(f"comparison {symbol!r} between {kind_name(a)} and {kind_name(b)} is not supported")
     raise AssertionError
+
+
+_NO_VALUE = object()
+_SCALARS = (bool, int, float, complex, str, bytes)
+_CONTAINERS = (ListVar, TupleVar, DictVar, SetVar)
+
+
+def _real_operand(var: Var) -> Any:
+    """The Python value a comparison may read now: a constant's, or that of an object built in
+    capture holding no tensor (``dataclasses.field(default_factory=list)``'s list); else _NO_VALUE."""
+    if isinstance(var, ShadowVar):
+        return var.value if not _holds_tensor(var.value) else _NO_VALUE
+    try:
+        return python_value(var)
+    except NotConstant:
+        return _NO_VALUE
+
+
+def _holds_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_tensor(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_tensor(v) for v in (*value.keys(), *value.values()))
+    return not isinstance(value, (*_SCALARS, type(None)))  # another object: its __eq__ may read anything
 
 
 def _has_sym(items: list[Var]) -> bool:

@@ -7,6 +7,7 @@ generated expression, so that the caller gets the same structure eager Python wo
 """
 from __future__ import annotations
 
+import functools
 import math
 import types
 
@@ -25,8 +26,8 @@ from .unbacked import is_unbacked
 from .user_containers import parts as user_container_parts, rebuild_expr as rebuild_user_container
 from .user_objects import UserObjectVar, rebuild_expr as rebuild_object
 from .values import (
-    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, InstanceDictVar, ListVar, SetVar,
-    TensorVar, TupleVar, UserDictVar, UserSetVar, Var,
+    BoundMethodVar, CellVar, ConstVar, DictVar, DictViewVar, FunctionVar, Identity, InstanceDictVar, ListVar,
+    PartialVar, SetVar, TensorVar, TupleVar, UserDictVar, UserSetVar, Var,
 )
 
 _LITERALS = (bool, int, str, type(None), bytes)
@@ -54,17 +55,14 @@ class OutputBuilder:
         def visit(var: Var) -> None:
             if var.source is not None:
                 return
-            if isinstance(var, TupleVar):
-                for item in var.items:
-                    visit(item)
-            elif isinstance(var, DictViewVar):
+            if isinstance(var, DictViewVar):
                 visit(var.mapping)
             elif isinstance(var, InstanceDictVar):  # the __dict__ of the rebuilt object
                 visit(var.owner)
             elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
                 visit(var.root)
-            elif isinstance(var, (ListVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar, GeneratorContextVar,
-                                  *ITERATOR_KINDS)):
+            elif isinstance(var, (ListVar, TupleVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar,
+                                  GeneratorContextVar, *ITERATOR_KINDS)):  # a tuple too: ``is``, a subclass's __dict__
                 counts[id(var)] = counts.get(id(var), 0) + 1
                 if counts[id(var)] > 1:
                     return
@@ -81,7 +79,7 @@ class OutputBuilder:
                 elif isinstance(var, ITERATOR_KINDS):  # the items it has left, or the call making it again
                     items = iterator_parts(var)
                 else:
-                    items = var.items if isinstance(var, ListVar) else [  # values, and keys held by identity
+                    items = var.items if isinstance(var, (ListVar, TupleVar)) else [  # values, and keys held by identity
                         *(k.var for k in var.items if isinstance(k, Identity)), *var.items.values()]
                 for item in items:
                     visit(item)
@@ -174,6 +172,10 @@ class OutputBuilder:
             return f"{self.expr(var.container)}.{var.name}"
         if isinstance(var, BoundMethodVar) and isinstance(var.func, ConstVar):  # ``obj.method`` at a break
             return f"{self.consts.name(types.MethodType, 'M')}({self.expr(var.func)}, {self.expr(var.self_var)})"
+        if isinstance(var, PartialVar):  # ``functools.partial(f, ...)`` made in the captured code: a new one
+            args = "".join(f"{self.expr(v)}, " for v in [var.func, *var.args])
+            kwargs = "".join(f"{k}={self.expr(v)}, " for k, v in var.kwargs.items())
+            return f"{self.consts.name(functools.partial, 'partial')}({args}{kwargs})"
         if isinstance(var, ModelledContext) and var.remakeable():  # its effects are the graph's: a new one
             args = "".join(f"{self.expr(ConstVar(a))}, " for a in var.spec.args)
             return f"{self.consts.name(var.spec.factory, 'ctx')}({args})"

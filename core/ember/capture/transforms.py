@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import types
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 import torch.fx
@@ -215,7 +215,7 @@ def trace(frame: "Frame", fn: Var, call_args: TupleVar, inner: list[torch.Tensor
         raise
     except Exception as exc:
         raise Unsupported(f"torch.func.{name} could not be traced: {type(exc).__name__}: {exc}") from exc
-    outputs = inline_graph(frame, gm, [t.node for t in tensors] + sub.lifted)
+    outputs = inline_graph(frame, gm, [t.node for t in tensors] + sub.lifted, tensors)
     return _as_var(tree_unflatten(outputs, spec[-1]))
 
 
@@ -231,8 +231,25 @@ def _as_var(value: Any) -> Var:
     return ConstVar(value)
 
 
-def inline_graph(frame: "Frame", gm: torch.fx.GraphModule, inputs: list[torch.fx.Node]) -> list[Var]:
-    """Copy ``gm``'s nodes into the current graph, its placeholders reading ``inputs``; its outputs' Vars."""
+def _mutated_input(node: torch.fx.Node) -> torch.fx.Node:
+    """The node an in-place op's result is (``x.asin_()`` returns ``x``), followed back to where
+    the tensor was made; ``node`` itself when it is no such result."""
+    while node.op == "call_function":
+        schema = getattr(node.target, "_schema", None)
+        returns = schema.returns if schema is not None else ()
+        if len(returns) != 1 or returns[0].alias_info is None or not returns[0].alias_info.is_write \
+                or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            break
+        node = node.args[0]
+    return node
+
+
+def inline_graph(frame: "Frame", gm: torch.fx.GraphModule, inputs: list[torch.fx.Node],
+                 input_vars: Sequence[TensorVar] = ()) -> list[Var]:
+    """Copy ``gm``'s nodes into the current graph, its placeholders reading ``inputs``; its outputs'
+    Vars. An output that is an input mutated in place (``vmap(Tensor.asin_)(x)``) is that input's
+    Var (``input_vars``, the first of ``inputs``), the same object, as in eager."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     builder = frame.state.graph
     env: dict[torch.fx.Node, Any] = {}
     feed = iter(inputs)
@@ -257,7 +274,10 @@ def inline_graph(frame: "Frame", gm: torch.fx.GraphModule, inputs: list[torch.fx
             for out in tree_flatten(node.args[0])[0]:
                 if not isinstance(out, torch.fx.Node) or not isinstance(out.meta.get("val"), torch.Tensor):
                     raise Unsupported("a torch.func transform returned something other than tensors")
-                outputs.append(builder.wrap_result(env[out], out.meta["val"]))
+                source = _mutated_input(out)
+                k = placeholders.index(source) if source.op == "placeholder" and source is not out else -1
+                outputs.append(input_vars[k] if 0 <= k < len(input_vars)
+                               else builder.wrap_result(env[out], out.meta["val"]))
         else:
             raise Unsupported(f"a traced transform holds a {node.op} node")
     return outputs
