@@ -9,7 +9,7 @@ Importing ember is cheap: plugins are discovered on first use.
 """
 from __future__ import annotations
 
-from . import config, logs
+from . import config, logs, report
 from .api import OptimizedModule, compile, disable, graph_break, optimize, reset
 from .backends import list_backends, register_backend
 from .cache_artifacts import load_cache_artifacts, save_cache_artifacts
@@ -22,6 +22,7 @@ from .export import export
 __version__ = "0.1.0"
 
 logs.configure()
+report.configure()
 
 __all__ = [
     "BackendCompilerFailed",

@@ -136,9 +136,10 @@ class CompiledFunction:
                         stacklevel=3,
                     )
                 return self.call_eager(L)
-            if self.entries and log_recompiles.isEnabledFor(logging.INFO):
+            if self.entries and (OBSERVERS or log_recompiles.isEnabledFor(logging.INFO)):
                 reasons = self.entries[0].reasons(L)
                 log_recompiles.info("recompiling %s: %s", self.name, "; ".join(reasons) or "no guard failed")
+                _notify("recompile", function=self.name, reasons=reasons)
             with safe_interrupts():  # a Ctrl-C leaves no half-imported package or thread behind
                 with dispatch_modes.suspended():  # a user's mode that ignores compilation sees none of it
                     entry = self._compile(L)
@@ -200,7 +201,8 @@ class CompiledFunction:
         if log_guards.isEnabledFor(logging.INFO):
             log_guards.info("guards of %s:\n  %s", self.name, "\n  ".join(cap.guards.describe()))
         self.compile_times.append(time.perf_counter() - start)
-        _notify("compiled", function=self.name, seconds=self.compile_times[-1])
+        _notify("compiled", function=self.name, seconds=self.compile_times[-1],
+                source=(self.fn.__code__.co_filename, self.fn.__code__.co_firstlineno))
         return Entry(guard, runner, reasons, gm, cap.guards.describe())
 
     def _note_break(self, exc: Unsupported) -> None:
