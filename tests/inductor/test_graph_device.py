@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from ember_inductor.graph import _graph_device
+from ember_inductor.graph import graph_device
 
 
 def _graph(*vals: torch.Tensor) -> torch.fx.GraphModule:
@@ -20,7 +20,18 @@ def _graph(*vals: torch.Tensor) -> torch.fx.GraphModule:
 def test_a_cpu_tensor_first_does_not_make_a_cuda_graph_a_cpu_one():
     with FakeTensorMode():
         mask, x = torch.empty(2, 3, dtype=torch.bool), torch.empty(2, 3, device="cuda")
-        assert _graph_device(_graph(mask, x)) == "cuda"
-        assert _graph_device(_graph(x, mask)) == "cuda"
-        assert _graph_device(_graph(mask, mask)) == "cpu"
-    assert _graph_device(_graph()) == "cpu"
+        assert graph_device(_graph(mask, x)) == torch.device("cuda", 0)
+        assert graph_device(_graph(x, mask)) == torch.device("cuda", 0)
+        assert graph_device(_graph(mask, mask)) == torch.device("cpu")
+    assert graph_device(_graph()) == torch.device("cpu")
+
+
+def test_a_graph_making_cuda_tensors_from_no_cuda_input_is_a_cuda_graph():
+    """``torch.zeros(3, device="cuda")`` alone: its kernel and its output are on the GPU (the
+    lowering and the wrapper decide the device in one place)."""
+    graph = torch.fx.Graph()
+    with FakeTensorMode():
+        graph.call_function(torch.ops.aten.zeros.default, ([3],), {"device": "cuda"}).meta["val"] = \
+            torch.zeros(3, device="cuda")
+    graph.output(None)
+    assert graph_device(torch.fx.GraphModule(torch.nn.Module(), graph)).type == "cuda"

@@ -28,7 +28,7 @@ from .codegen.common import CompiledKernels
 from .codegen.language import kernel_language
 from .codegen.selection import backend_for, backend_named
 from .codegen.wrapper import LayoutMismatch, WrapperCodegen, wrapper_globals
-from .graph import GraphLowering
+from .graph import GraphLowering, graph_device
 from .pad_matmul import pad_matmuls
 from .per_shape import PerShapeGraph
 from .scheduler import FusedGroup, Scheduler
@@ -222,7 +222,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
 
 def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], defer: bool, strict: bool,
              fallback: Callable | None = None) -> CompiledGraph:
-    device = _device(example_inputs)
+    device = graph_device(gm)
     if device.type == "cuda":
         from .codegen.triton_runtime import start_compile_workers
         start_compile_workers()
@@ -285,8 +285,3 @@ def _wrapper(parts: dict[str, Any], kernels: CompiledKernels, filename: str) -> 
     return env["call"], env["call_checked"]
 
 
-def _device(example_inputs: Sequence[Any]) -> torch.device:
-    for x in example_inputs:
-        if isinstance(x, torch.Tensor):
-            return x.device
-    return torch.device("cpu")

@@ -68,7 +68,7 @@ class GraphLowering:
         self.runs_other_ops = False  # an extern kernel runs another op than its aten node's
         self._counter = 0
         self._current_node: torch.fx.Node | None = None
-        self.device_type = _graph_device(gm)  # kernels are generated for this device's tensors
+        self.device_type = graph_device(gm).type  # kernels are generated for this device's tensors
         self._gpu = kernel_language(self.device_type) == "triton"  # CUDA's libraries run the externs
 
     # -- buffers -------------------------------------------------------------------------
@@ -416,14 +416,15 @@ def _is_view_op(node: Any) -> bool:
     return schema is not None and any(r.alias_info is not None for r in schema.returns)
 
 
-def _graph_device(gm: torch.fx.GraphModule) -> str:
-    """The device kernels are generated for: that of the tensors the graph computes on. A CPU
-    tensor beside CUDA ones (a mask made from numpy, an optimizer's step count, an index) is an
-    argument of the CUDA graph, not its device; a CPU tensor first among the inputs made every
-    CUDA op of wav2vec2's masked backward an aten call."""
-    types = [val.device.type for node in gm.graph.nodes
-             if isinstance(val := node.meta.get("val"), torch.Tensor)]
-    return next((t for t in types if t != "cpu"), "cpu")
+def graph_device(gm: torch.fx.GraphModule) -> torch.device:
+    """The device kernels are generated for: that of the tensors the graph computes on, the one
+    decision the lowering and the wrapper share. A CPU tensor beside CUDA ones (a mask made from
+    numpy, an optimizer's step count, an index) is an argument of the CUDA graph, not its device:
+    a CPU tensor first among the inputs made every CUDA op of wav2vec2's masked backward an aten
+    call. A graph that makes CUDA tensors from no CUDA input (``torch.zeros(device="cuda")``) is
+    a CUDA graph too."""
+    devices = (val.device for node in gm.graph.nodes if isinstance(val := node.meta.get("val"), torch.Tensor))
+    return next((d for d in devices if d.type != "cpu"), torch.device("cpu"))
 
 
 def _lowerable_meta(val: Any, device_type: str) -> bool:
