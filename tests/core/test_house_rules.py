@@ -91,8 +91,9 @@ def test_every_product_module_has_a_docstring():
 #: and regional compilation (about 200 lines); to 32,400 for issue 49's cache artifacts and profiler
 #: ranges and issue 47's padded matrix products (pad_matmul.py); to 32,600 for issue 45's silent wrong
 #: results found by the Dynamo behaviours (numpy arrays guarded on their elements when read, numpy
-#: constructor arguments, descriptors' __get__/__set__ inlined, comparisons of built objects).
-MAX_PRODUCT_LINES = 32_600
+#: constructor arguments, descriptors' __get__/__set__ inlined, comparisons of built objects); to
+#: 32,800 for issue 49's HTML compile report (report.py) and the registry sweep's capture classes.
+MAX_PRODUCT_LINES = 32_800
 MAX_FILE_LINES = 760
 
 

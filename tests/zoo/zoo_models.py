@@ -15,7 +15,7 @@ BATCH, SEQ, PAD = 2, 8, 3  # the second row of every text batch has PAD padding 
 @dataclasses.dataclass(frozen=True)
 class ZooModel:
     name: str
-    kind: str  # "encoder", "decoder", "encoder-decoder" or "vision"
+    kind: str  # "encoder", "decoder", "encoder-decoder", "vision" or "masked-lm" (an encoder with token labels)
     build: Callable[[], torch.nn.Module]
 
     @property
@@ -129,7 +129,7 @@ def inputs(model: ZooModel, mode: str) -> dict[str, Any]:
     if mode == "train":
         if model.kind == "encoder":
             batch["labels"] = torch.tensor([0, 1])
-        elif model.kind == "decoder":
+        elif model.kind in ("decoder", "masked-lm"):
             batch["labels"] = ids.masked_fill(mask == 0, -100)
         else:
             batch["labels"] = torch.randint(3, VOCAB, (BATCH, 5), generator=g)

@@ -193,11 +193,15 @@ def _store_const_attr(frame: "Frame", obj: ConstVar, name: str, value: Any, defa
     target = obj.value
     cls = type(target)
     if isinstance(target, torch.nn.Module):
-        tables = ("_parameters", "_buffers", "_modules")
-        if any(name in target.__dict__.get(t, {}) for t in tables):
-            frame.fail(f"assignment of module parameter/buffer/submodule {name!r}")
-        if isinstance(value, ConstVar) and isinstance(value.value, torch.nn.Module):
-            frame.fail(f"assignment of submodule {name!r}")
+        if any(name in target.__dict__.get(t, {}) for t in ("_parameters", "_buffers")):
+            frame.fail(f"assignment of module parameter/buffer {name!r}")
+        module_value = isinstance(value, ConstVar) and isinstance(value.value, torch.nn.Module)
+        if name in target.__dict__.get("_modules", {}) and not module_value:
+            frame.fail(f"assignment of a {type(value).__name__} to submodule {name!r}")
+        if module_value and default:
+            frame.fail(f"object.__setattr__ of submodule {name!r}")
+        # a submodule (``self.attn = self.block_attn``, big_bird's set_attention_type): replayed by
+        # Module.__setattr__ after the graph, read back from the store until then
     elif isinstance(target, type) or not default and _store_hook(cls, value) is not _store_hook(object, value):
         frame.fail(f"assignment to attribute {name!r} of a {cls.__name__} (a class, or a __setattr__ not in Python)")
     if isinstance(inspect.getattr_static(target, name, None), property):

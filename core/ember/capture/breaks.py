@@ -71,6 +71,9 @@ def can_break(frame: "Frame", exc: Unsupported) -> str | None:
         return f"cannot break at a {ins.opname} instruction"
     if snap.handled is not None:
         return "cannot break inside an except or finally handler"
+    if ins.opname == "CALL" and ins.arg == 0 and any(
+            isinstance(v, ConstVar) and v.value is super for v in snap.stack[-2:]):
+        return "zero-argument super() runs only in its method (it reads the method's __class__ cell)"
     return None
 
 

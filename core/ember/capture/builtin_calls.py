@@ -504,7 +504,7 @@ def _super(frame: "Frame", args: list, kwargs: dict) -> Var:
         frame.fail("zero-argument super() outside a method")
     cls = cell.contents.value if hasattr(cell, "contents") and cell.contents is not None else cell.cell_contents
     first = code.co_varnames[0]
-    self_var = frame.locals.get(first)
+    self_var = frame.local(first)
     if self_var is None:
         frame.fail("super(): the method's first argument is not available")
     return SuperProxy(cls, self_var)

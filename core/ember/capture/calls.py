@@ -158,6 +158,8 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
         return user_containers.construct(frame, value, args, kwargs)
     if is_pure_function(value) or (isinstance(value, type) and value.__module__ == "builtins") \
             or is_plain_exception_class(value):
+        if "out" in kwargs:  # a numpy ufunc writing into an array
+            frame.fail(f"{_name(value)} with out=")
         try:
             py_args = [python_value(a) for a in args]
             py_kwargs = {k: python_value(v) for k, v in kwargs.items()}

@@ -213,14 +213,17 @@ class Frame:
     def RETURN_VALUE(self, ins: Instr) -> None:
         raise _Return(self.pop())
 
+    def local(self, name: str) -> Var | None:
+        """The variable ``name`` (an argument is wrapped when first read); None when unbound."""
+        if name not in self.locals and name in self.lazy_args:
+            self.locals[name] = wrap(self.state, self.lazy_args.pop(name), LocalSource(name))
+        return self.locals.get(name)
+
     def LOAD_FAST(self, ins: Instr) -> None:
-        name = ins.argval
-        if name not in self.locals:
-            if name in self.lazy_args:
-                self.locals[name] = wrap(self.state, self.lazy_args.pop(name), LocalSource(name))
-            else:
-                self.fail(f"local variable {name!r} is read before assignment")
-        self.push(self.locals[name])
+        value = self.local(ins.argval)
+        if value is None:
+            self.fail(f"local variable {ins.argval!r} is read before assignment")
+        self.push(value)
 
     LOAD_FAST_CHECK = LOAD_FAST
 

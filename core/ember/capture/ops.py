@@ -494,6 +494,12 @@ def dict_items(frame: "Frame", var: Var) -> list[tuple[Any, Var]]:
         return [(k, lift(v)) for k, v in var.value.items()]
     if isinstance(var, EnvironVar):
         return environ.pairs(frame, var)
+    if isinstance(var, ShadowVar) and isinstance(var.value, dict):  # a ModelOutput built in the call
+        cls = type(var.value)
+        if python_method(cls, "keys") is None and python_method(cls, "__getitem__") is None:
+            return objects.mapping_items(frame, var)
+        keys = iterate(frame, call(frame, load_attr(frame, var, "keys"), [], {}))
+        return [(set_keys.dict_key(frame, k), getitem(frame, var, k)) for k in keys]
     frame.fail(f"expected a mapping, got a {kind_name(var)}")
     raise AssertionError
 

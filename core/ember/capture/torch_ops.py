@@ -127,6 +127,8 @@ def is_pure_function(fn: Any) -> bool:
         return True
     if isinstance(fn, type) and module == "numpy" and any(b.__name__ == "generic" for b in fn.__mro__):
         return True  # a numpy scalar type: np.float64(2.5)
+    if type(fn).__name__ == "ufunc" and type(fn).__module__ == "numpy":
+        return True  # np.sqrt(64), np.exp(x) of constants (an ``out=`` argument is refused by the caller)
     return fn in (inspect.signature, inspect.getfullargspec, inspect.isfunction, inspect.ismethod,
                   inspect.isclass, torch.Size, torch.device, torch.finfo, torch.iinfo, torch.is_grad_enabled,
                   torch.get_default_dtype, torch.is_tensor, torch.is_floating_point,

@@ -136,12 +136,16 @@ def _inner_fakes(var: TransformedVar, args: list[Var], frame: "Frame") -> list[t
     in_dims = var.options.get("in_dims", 0)
     if not isinstance(in_dims, (tuple, list)):
         in_dims = [in_dims] * len(args)
-    if len(in_dims) != len(args) or any(not (d is None or isinstance(d, int)) for d in in_dims):
-        frame.fail("vmap's in_dims other than one int or None per argument")
+    if len(in_dims) != len(args):
+        frame.fail("vmap's in_dims of another length than its arguments")
     fakes = []
     with frame.state.graph.fake_mode:
-        for arg, dim in zip(args, in_dims):
-            fakes += [t.fake if dim is None else _sample(t.fake, dim) for t in _flat(frame, arg)]
+        for arg, dims in zip(args, in_dims):
+            tensors = _flat(frame, arg)
+            leaves = tree_flatten(dims)[0] if isinstance(dims, (tuple, list, dict)) else [dims] * len(tensors)
+            if len(leaves) != len(tensors) or any(not (d is None or isinstance(d, int)) for d in leaves):
+                frame.fail("vmap's in_dims of an argument: not an int, None, or one per tensor of it")
+            fakes += [t.fake if dim is None else _sample(t.fake, dim) for t, dim in zip(tensors, leaves)]
     return fakes
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -25,6 +27,8 @@ SHAPES = [(t(2, 3),), (t(2, 3, seed=3),), (t(4, 5),)]  # new values, then a new 
 add("add_sub_mul_div", lambda x, y: (x + y, x - y, x * y, x / y), [X23_Y23, (t(4), t(4, seed=1))], 2)
 add("floordiv_mod_pow", lambda x, y: (x // (y.abs() + 1), x % 3, x.abs() ** y.abs().clamp(max=2)),
     [X23_Y23], 1)
+# a numpy ufunc of Python values is a constant, as torch.compile folds it (one graph per value of n)
+add("numpy_ufunc_on_python_values", lambda x, n: x * float(np.sqrt(n)), [(t(3), 4), (t(3), 9)], 2)
 add("matmul_op", lambda a, b: a @ b, [(t(2, 3), t(3, 4)), (t(5, 3), t(3, 2))], 2)
 add("broadcast_add", lambda x, y: x + y, [(t(2, 3), t(3)), (t(4, 1), t(1, 5))], 2)
 add("chained_arith", lambda x: ((x + 1) * 2 - x / 4) ** 2, SHAPES, 2)

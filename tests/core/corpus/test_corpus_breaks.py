@@ -70,7 +70,6 @@ def numpy_call(x):
 
 
 add("numpy_roundtrip", numpy_call, [(t(3),)], "numpy")
-add("numpy_on_python_values", lambda x, n: x * float(np.sqrt(n)), [(t(3), 4), (t(3), 9)], "numpy")
 
 
 def mutate_input_list(xs, x):

@@ -1,0 +1,229 @@
+"""Every architecture of the installed transformers' auto mappings as a zoo model: one generic
+shrinker builds each from its own config class with tiny sizes (hidden ~32, 2 layers, 2-4 heads
+dividing hidden, intermediate 37, vocab 99, 64 positions, 32x32 images of 8x8 patches, every
+dropout 0), walking nested sub-configs (``text_config``, ``vision_config``...). There is no
+per-model code: only ALIASES, a table of the attribute names configs give to the same size.
+An architecture the shrinker cannot build (offline, from its config class) is listed with its
+exception's one-line reason (``Arch.error``).
+
+``registry_models(["causal_lm", "sequence_classification"])`` gives the ``Arch`` entries;
+``Arch.zoo`` is the ``ZooModel`` the harness of zoo_harness.py runs unchanged."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import torch
+
+from zoo_models import VOCAB, ZooModel
+
+# mapping short name -> (transformers' name of the mapping, the zoo kind its models are called as)
+MAPPINGS: dict[str, tuple[str, str]] = {
+    "causal_lm": ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "decoder"),
+    "masked_lm": ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "masked-lm"),
+    "sequence_classification": ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES", "encoder"),
+    "seq2seq_lm": ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "encoder-decoder"),
+    "image_classification": ("MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "vision"),
+}
+
+HIDDEN, HEADS, KV_HEADS, INTERMEDIATE, LAYERS, POSITIONS = 32, 4, 2, 37, 2, 64
+IMAGE, PATCH, CHANNELS = 32, 8, 3
+EXPERTS, EXPERTS_PER_TOKEN = 4, 2
+
+# The one table of names: each size, under every name configs give it. Scalars are set to the
+# value; lists (per-stage sizes of hierarchical vision models) keep their length, each entry set
+# by the rule of the same name in LIST_RULES.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "hidden": ("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "word_embed_proj_dim", "embedding_size",
+               "n_embed", "model_dim", "emb_dim", "embedding_dim", "projection_dim", "hidden_dim_size",
+               "text_embed_dim", "vision_embed_dim", "encoder_hidden_size", "decoder_hidden_size"),
+    "layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
+               "num_decoder_layers", "num_encoder_layers", "depth", "num_blocks"),
+    "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
+              "decoder_attention_heads", "attention_heads", "num_attention_heads_per_layer", "mamba_n_heads"),
+    "kv_heads": ("num_key_value_heads", "num_kv_heads", "multi_query_group_num", "n_head_kv",
+                 "num_key_value_groups_heads"),
+    "head_dim": ("head_dim", "d_head", "d_kv", "kv_channels", "attention_head_dim", "head_size", "qk_head_dim",
+                 "v_head_dim", "qk_nope_head_dim"),
+    "intermediate": ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
+                     "ffn_hidden_size", "hidden_dim", "inner_hidden_size", "mlp_dim", "dense_intermediate_size"),
+    # experts' sizes: grouped matmuls want rows of 16 bytes
+    "expert_intermediate": ("moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size"),
+    "vocab": ("vocab_size",),
+    "positions": ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_sequence_length",
+                  "seq_length", "max_seq_length"),
+    "image": ("image_size", "img_size"),
+    "patch": ("patch_size",),
+    "channels": ("num_channels", "in_channels", "in_chans"),
+    "experts": ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_k"),
+    "small_rank": ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim"),
+    "stage_depths": ("depths",),
+    "stage_sizes": ("hidden_sizes", "embed_dims", "dims", "widths", "neck_hidden_sizes"),
+    "stage_heads": ("num_heads",),
+    "window": ("window_size", "sliding_window", "attention_window"),
+}
+SCALAR = {"hidden": HIDDEN, "layers": LAYERS, "heads": HEADS, "kv_heads": KV_HEADS, "head_dim": HIDDEN // HEADS,
+          "intermediate": INTERMEDIATE, "expert_intermediate": 40, "vocab": VOCAB, "positions": POSITIONS, "image": IMAGE, "patch": PATCH,
+          "channels": CHANNELS, "experts": EXPERTS, "experts_per_token": EXPERTS_PER_TOKEN, "small_rank": 8,
+          "window": 4}
+LIST_RULES = {"stage_depths": lambda i, v: 1, "stage_sizes": lambda i, v: 32,
+              "stage_heads": lambda i, v: 2, "layers": lambda i, v: 1, "heads": lambda i, v: 2,
+              "window": lambda i, v: 4, "intermediate": lambda i, v: INTERMEDIATE}
+NAME_OF = {name: rule for rule, names in ALIASES.items() for name in names}
+
+# config keys never shrunk: derived bookkeeping, not sizes
+_KEEP = {"id2label", "label2id", "transformers_version", "architectures", "_name_or_path", "model_type"}
+# derived from the sizes by ``__init__`` when left out: backbone stage bookkeeping
+_DERIVED = {"out_features", "out_indices", "stage_names"}
+
+
+def _layer_count(d: dict) -> int | None:
+    for name in ALIASES["layers"]:
+        if isinstance(d.get(name), int):
+            return d[name]
+    return None
+
+
+def shrink_dict(d: dict, num_labels: int | None) -> dict:
+    """``d`` (a config's ``to_dict()``) with every known size tiny, every dropout 0, and lists
+    as long as the layer count (``layer_types``...) cut to LAYERS entries; nested configs
+    (dicts with a ``model_type``) shrunk the same way."""
+    layers = _layer_count(d)
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        rule = NAME_OF.get(key)
+        if key in _KEEP:
+            out[key] = value
+        elif key in _DERIVED:
+            continue
+        elif value is None and rule in ("head_dim", "kv_heads"):  # None: "derive it", given explicitly
+            out[key] = SCALAR[rule]
+        elif isinstance(value, dict) and ("model_type" in value or key.endswith("_config")):
+            out[key] = shrink_dict(value, None)
+        elif "drop" in key and isinstance(value, float):
+            out[key] = 0.0
+        elif rule in SCALAR and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            out[key] = min(value, SCALAR[rule]) if rule in ("experts_per_token", "window", "channels") else SCALAR[rule]
+        elif rule in SCALAR and isinstance(value, (list, tuple)) and len(value) == 2 and rule in ("image", "patch") \
+                and all(isinstance(v, int) for v in value):
+            out[key] = [SCALAR[rule]] * 2
+        elif rule in LIST_RULES and isinstance(value, (list, tuple)) and value \
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            out[key] = [LIST_RULES[rule](i, v) for i, v in enumerate(value)]
+        elif layers and isinstance(value, list) and len(value) == layers and layers > LAYERS:
+            out[key] = value[:LAYERS]
+        else:
+            out[key] = value
+    if isinstance(out.get("rope_parameters"), dict) and "mrope_section" in out["rope_parameters"]:
+        # multimodal rotary sections add up to half the head dim
+        half = SCALAR["head_dim"] // 2
+        out["rope_parameters"] = dict(out["rope_parameters"], mrope_section=[half - 2 * (half // 3), half // 3,
+                                                                             half // 3])
+    if num_labels is not None:
+        out["num_labels"] = num_labels
+    return out
+
+
+def shrink_config(config_class: type, num_labels: int = 2) -> Any:
+    """``config_class`` from its defaults shrunk by ``shrink_dict`` (the sizes passed to its
+    ``__init__``, so that what it derives from them follows)."""
+    d = shrink_dict(config_class().to_dict(), num_labels)
+    for key in ("id2label", "label2id"):
+        d.pop(key, None)
+    d["pad_token_id"], d["bos_token_id"], d["eos_token_id"] = 0, 1, 2
+    if d.get("is_encoder_decoder") or "decoder_start_token_id" in d:
+        d["decoder_start_token_id"] = 2
+    config = config_class(**d)
+    _zero_dropouts(config)
+    return config
+
+
+def _zero_dropouts(config: Any, seen: set[int] | None = None) -> None:
+    """Every dropout float of the config and its sub-configs 0 (as ``zoo_models._no_dropout``),
+    also those ``__init__`` set from other names."""
+    seen = seen if seen is not None else set()
+    if id(config) in seen:
+        return
+    seen.add(id(config))
+    for key, value in list(vars(config).items()):
+        if "drop" in key and isinstance(value, float):
+            setattr(config, key, 0.0)
+        elif hasattr(value, "to_dict") and hasattr(value, "model_type"):
+            _zero_dropouts(value, seen)
+
+
+@dataclasses.dataclass(frozen=True)
+class Arch:
+    """One architecture of one mapping: ``model_type`` (the registry's key), the model class
+    name, and the config class name (None when the config registry has none)."""
+    mapping: str
+    model_type: str
+    model_class: str
+    config_class: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.mapping}/{self.model_type}"
+
+    @property
+    def kind(self) -> str:
+        return MAPPINGS[self.mapping][1]
+
+    @property
+    def zoo(self) -> ZooModel:
+        return ZooModel(self.name, self.kind, functools.partial(build_arch, self))
+
+
+def build_arch(arch: Arch) -> torch.nn.Module:
+    import transformers
+
+    if arch.config_class is None:
+        raise LookupError(f"no config class for {arch.model_type!r} in CONFIG_MAPPING_NAMES")
+    config_class = getattr(transformers, arch.config_class)
+    model_class = getattr(transformers, arch.model_class)
+    config = shrink_config(config_class, num_labels=3 if arch.kind == "vision" else 2)
+    if arch.kind == "decoder" and hasattr(config, "is_decoder"):
+        config.is_decoder = True  # as AutoModelForCausalLM's users of encoder architectures set it
+    return model_class(config)
+
+
+def registry_models(mappings: list[str] | None = None) -> list[Arch]:
+    """Every (mapping, architecture) of ``mappings`` (all of MAPPINGS by default), in the
+    registries' order."""
+    from transformers.models.auto import configuration_auto, modeling_auto
+
+    archs = []
+    for mapping in mappings or list(MAPPINGS):
+        for model_type, model_class in getattr(modeling_auto, MAPPINGS[mapping][0]).items():
+            if isinstance(model_class, (list, tuple)):
+                model_class = model_class[0]
+            archs.append(Arch(mapping, model_type, model_class, configuration_auto.CONFIG_MAPPING_NAMES.get(model_type)))
+    return archs
+
+
+def first_line(exc: BaseException) -> str:
+    if type(exc).__name__ == "StrictDataclassClassValidationError" and exc.__cause__ is not None:
+        exc = exc.__cause__  # the validator's own error, not its wrapper's header
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:160] if text else ''}"
+
+
+def try_build(arch: Arch) -> str:
+    """"" when the architecture builds, else the exception's one-line reason."""
+    try:
+        build_arch(arch)
+    except Exception as exc:  # noqa: BLE001 - a listing reports why
+        return first_line(exc)
+    return ""
+
+
+if __name__ == "__main__":
+    import sys
+    import warnings
+
+    warnings.simplefilter("ignore")
+    for arch in registry_models(sys.argv[1:] or None):
+        reason = try_build(arch)
+        print(f"{arch.name}: {'ok' if not reason else reason}", flush=True)
