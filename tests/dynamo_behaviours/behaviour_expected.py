@@ -149,22 +149,10 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: list.remove is not supported'),
     # 3
     **dict.fromkeys([
-        'test_ctx_manager::grad_context_returned_through_break',
-        'test_functions::partial_of_local_lambda_across_break',
-        'test_functions::partials_mixed_kinds_across_break',
-    ], 'graphs: ember 0, torch.compile 1 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
-    # 3
-    **dict.fromkeys([
         '_test_misc_part2::ndarray_live_across_a_break',
         '_test_misc_part2::ones_like_of_ndarrays_across_break',
         '_test_misc_part2::two_ndarrays_across_a_break',
     ], "graphs: ember 0, torch.compile 2 (break: Tensor.numpy() needs the tensor's data (graph break))"),
-    # 3
-    **dict.fromkeys([
-        'test_ctx_manager::grad_context_made_before_break',
-        'test_ctx_manager::grad_context_on_stack_during_break',
-        'test_functions::partials_live_across_a_break',
-    ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 3
     **dict.fromkeys([
         'test_ctx_manager::class_manager_breaking_in_enter',
@@ -240,17 +228,14 @@ EXPECTED: dict[str, str] = {
     ], "graphs: ember 0, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
     # 2
     **dict.fromkeys([
+        'test_ctx_manager::grad_context_made_before_break',
+        'test_ctx_manager::grad_context_on_stack_during_break',
+    ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
+    # 2
+    **dict.fromkeys([
         'test_ctx_manager::break_inside_contextmanager_setup',
         'test_ctx_manager::break_inside_contextmanager_with_side_effects',
     ], 'graphs: ember 3, torch.compile 0 (break: a with-block whose body breaks the graph: its context is entered in Python at a graph break)'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::attribute_added_to_namedtuple_subclass_made_inside',
-    ], "AttributeError: 'PairPlus' object has no attribute 'extra'"),
-    # 1
-    **dict.fromkeys([
-        'test_functions::rebinding_partial_used_by_closure_across_break',
-    ], "AttributeError: 'Unsupported' object has no attribute 'guards'"),
     # 1
     **dict.fromkeys([
         '_test_misc_part1::explicit_dunder_iter_of_tensor',
@@ -259,10 +244,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_functions::len_and_dunder_len',
     ], "fullgraph: Tensor.__len__() needs the tensor's data (graph break)"),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::data_of_inference_tensor',
-    ], 'fullgraph: Tensor.data is not supported in captured code'),
     # 1
     **dict.fromkeys([
         'test_functions::fsdp_storage_size_helper',
@@ -563,6 +544,10 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::numpy_arange_after_a_break',
     ], 'graphs: ember 0, torch.compile 1 (break: print() is a side effect outside PyTorch (graph break))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::grad_context_returned_through_break',
+    ], 'graphs: ember 0, torch.compile 1 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
         'test_dicts::ordered_dict_and_module_dict_updated',

@@ -19,13 +19,13 @@ import torch
 from .builder import wrap
 from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
 from .container_dunders import DUNDERS
-from .container_types import is_data_descriptor, read_through_descriptor
+from .container_types import is_data_descriptor, python_attr, read_through_descriptor
 from .containers import ContainerMethod
 from .dispatch import handles_attr, handles_store, load_attr
 from .instances import ArrayVar, by_type, pin
-from .sources import AttrSource, DictEntrySource, constant_source
+from .sources import AttrSource, DictEntrySource, MethodCallSource, constant_source
 from .torch_ops import module_is_trusted
-from .values import BoundMethodVar, ConstVar, DictVar, Var
+from .values import BoundMethodVar, ConstVar, DictVar, TensorVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -39,6 +39,23 @@ def _const_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
                                                                            or name in DUNDERS):
         return ContainerMethod(obj, name)
     return _object_attr(frame, obj, name)
+
+
+#: the builtin read methods of a dict subclass whose instances are objects to capture (a ModelOutput:
+#: a Python __setattr__), answered from its items
+_DICT_READS = ("keys", "values", "items", "get")
+
+
+def _dict_items(frame: "Frame", obj: ConstVar) -> DictVar:
+    """The items of such a dict read from the frame (a ModelOutput crossing a graph break, whose
+    ``to_tuple`` reads ``self.keys()``): its keys guarded, each value read through
+    ``dict.__getitem__`` by source. A change of the object goes through its Python hooks, which
+    break the graph before any later read could see stale items."""
+    pin(obj)
+    frame.state.guards.container_keys(obj.source, obj.value, dict.keys)
+    getter = dict.__getitem__
+    return DictVar({k: wrap(frame.state, getter(obj.value, k), MethodCallSource(obj.source, getter, (k,), "__getitem__"))
+                    for k in dict.keys(obj.value)})
 
 
 def _module_attr(frame: "Frame", obj: ConstVar, name: str) -> Var | None:
@@ -60,6 +77,9 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
         frame.fail(f"{type(value).__name__} object has no attribute {name!r} (deleted)")
     if stored is not None:
         return stored
+    if name in _DICT_READS and isinstance(value, dict) and obj.source is not None \
+            and python_attr(type(value), name) is None and all(type(k) in (str, int) for k in dict.keys(value)):
+        return load_attr(frame, _dict_items(frame, obj), name)
     if isinstance(value, types.ModuleType):
         try:
             attr = getattr(value, name)
@@ -193,14 +213,18 @@ def _store_const_attr(frame: "Frame", obj: ConstVar, name: str, value: Any, defa
     target = obj.value
     cls = type(target)
     if isinstance(target, torch.nn.Module):
-        if any(name in target.__dict__.get(t, {}) for t in ("_parameters", "_buffers")):
-            frame.fail(f"assignment of module parameter/buffer {name!r}")
+        if name in target.__dict__.get("_parameters", {}):
+            frame.fail(f"assignment of module parameter {name!r}")
+        buffer_value = isinstance(value, TensorVar) or isinstance(value, ConstVar) and value.value is None
+        if name in target.__dict__.get("_buffers", {}) and not (buffer_value and not default):
+            frame.fail(f"assignment of a {type(value).__name__} to buffer {name!r}")
         module_value = isinstance(value, ConstVar) and isinstance(value.value, torch.nn.Module)
         if name in target.__dict__.get("_modules", {}) and not module_value:
             frame.fail(f"assignment of a {type(value).__name__} to submodule {name!r}")
         if module_value and default:
             frame.fail(f"object.__setattr__ of submodule {name!r}")
-        # a submodule (``self.attn = self.block_attn``, big_bird's set_attention_type): replayed by
+        # a submodule (``self.attn = self.block_attn``, big_bird's set_attention_type) or a buffer
+        # (ctrl's ``self.pos_encoding = self.pos_encoding.to(dtype)``): replayed by
         # Module.__setattr__ after the graph, read back from the store until then
     elif isinstance(target, type) or not default and _store_hook(cls, value) is not _store_hook(object, value):
         frame.fail(f"assignment to attribute {name!r} of a {cls.__name__} (a class, or a __setattr__ not in Python)")

@@ -25,6 +25,7 @@ from .instances import pin
 from .inline import call_dunder
 from .objects import ShadowVar
 from .symbolic import SliceVar, SymVar, is_operand, record
+from .tensors import refuse_hidden_mutation
 from .user_objects import UserObjectVar
 from .torch_ops import BINARY_OPS, COMPARE_OPS
 from .values import (
@@ -65,6 +66,8 @@ def binary(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         # Python's protocol: `a += b` without `type(a).__iadd__` is `a = a + b` (`total = 0; total += t`)
         return binary(frame, symbol[:-1], a, b)
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
+        if symbol.endswith("="):
+            refuse_hidden_mutation(frame, a, f"{symbol!r}")
         if symbol.endswith("=") and isinstance(a, (ConstVar, SymVar)) and a.python_type() in (int, float, complex):
             op = BINARY_OPS[symbol[:-1]]  # `n += t`: a number has no in-place form, Python does `n + t`
         return frame.state.graph.call("call_function", op, (a, b), {})

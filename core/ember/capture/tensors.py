@@ -45,12 +45,32 @@ class TensorMethod(Var):
 def _call_tensor_method(frame: "Frame", fn: TensorMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if fn.name in GRAPH_BREAK_CALLS:
         frame.fail(f"Tensor.{fn.name}() runs autograd's engine (graph break)")
+    if fn.name in UNSUPPORTED_TENSOR_METHODS and not unbacked.captures(fn.name):
+        frame.fail(f"Tensor.{fn.name}() needs the tensor's data (graph break)")
     if fn.name == "tolist" and unbacked.captures(fn.name) and not args and not kwargs:
         return unbacked.tolist(frame, fn.tensor)
+    if fn.name.endswith("_") and not fn.name.endswith("__"):
+        refuse_hidden_mutation(frame, fn.tensor, f"Tensor.{fn.name}")
     rewritten = scalar_tensors.rewrite(frame, fn.name, fn.tensor, args, kwargs)
     if rewritten is not None:
         return rewritten
     return frame.state.graph.call("call_method", fn.name, (fn.tensor, *args), kwargs)
+
+
+def refuse_hidden_mutation(frame: "Frame", var: Var, what: str) -> None:
+    """An in-place change of the storage of an input that requires grad, read as ``p.data`` (an
+    EMA's ``p.data.mul_(0.9)``), is hidden from autograd: no graph that needs a backward can take
+    it (ember_aot would run the whole graph eagerly), so the graph breaks at the change instead."""
+    if isinstance(var, TensorVar) and var.fake.untyped_storage()._cdata in _hidden(frame):
+        frame.fail(f"{what} changes a tensor that requires grad through .data (hidden from autograd)")
+
+
+def _hidden(frame: "Frame") -> set[int]:
+    """The storages read through ``.data`` of the graph being built (a subgraph keeps its own)."""
+    graph = frame.state.graph
+    if not hasattr(graph, "hidden_storages"):
+        graph.hidden_storages = set()
+    return graph.hidden_storages
 
 
 def input_of(frame: "Frame", obj: Var) -> "tuple[Any, torch.Tensor] | None":
@@ -78,6 +98,10 @@ def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
     found = input_of(frame, obj) if name == "grad" else None
     if found is not None:
         return _input_grad(frame, *found)
+    if name == "data":  # the same storage, outside autograd: a detached alias, as torch.compile reads it
+        if obj.fake.requires_grad and input_of(frame, obj) is not None:
+            _hidden(frame).add(obj.fake.untyped_storage()._cdata)
+        return frame.state.graph.call("call_method", "detach", (obj,), {})
     if name in UNSUPPORTED_TENSOR_ATTRS:
         frame.fail(f"Tensor.{name} is not supported in captured code")
     if name in _TENSOR_METADATA:
@@ -91,9 +115,9 @@ def _tensor_attr(frame: "Frame", obj: TensorVar, name: str) -> Var:
         import operator  # noqa: F401  (getattr node)
 
         return frame.state.graph.call("call_function", getattr, (obj, ConstVar(name)), {})
-    if name in UNSUPPORTED_TENSOR_METHODS and not unbacked.captures(name):
-        frame.fail(f"Tensor.{name}() needs the tensor's data (graph break)")
-    # Tensor.backward and friends become a TensorMethod too: the break happens at the call
+    # Tensor.backward, item, tolist and friends become a TensorMethod too: the break happens at
+    # the call, which then runs in Python (a break at the attribute left the bound method for a
+    # resume function whose call broke again: two breaks for one ``.item()``)
     if not hasattr(obj.cls, name):
         return instance_attr(frame, obj, name)
     return TensorMethod(obj, name)

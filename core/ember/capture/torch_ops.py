@@ -44,7 +44,7 @@ _STATEFUL_TORCH = {
 }
 
 # Tensor attributes that are data, not metadata, or that need autograd state we do not model.
-UNSUPPORTED_TENSOR_ATTRS = {"grad", "data", "_version", "grad_fn", "_base", "untyped_storage"}
+UNSUPPORTED_TENSOR_ATTRS = {"grad", "_version", "grad_fn", "_base", "untyped_storage"}
 #: calls that always run in Python at a graph break (autograd's engine, not graph ops)
 GRAPH_BREAK_CALLS = {"backward", "retain_grad", "register_hook"}
 
