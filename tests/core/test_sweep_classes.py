@@ -5,7 +5,8 @@ to a few lines of code nobody here wrote would contain, captured like torch.comp
   a method using zero-argument ``super()`` was run from a generated runner after a failed capture;
 - gemma3 and got_ocr2 ran their forward eagerly: ``Output(**model_output, ...)`` of a ModelOutput
   built in the call (a dict subclass dataclass) was "not a mapping";
-- ctrl broke at ``numpy.sqrt`` of a size (3 graphs / 6 breaks for torch.compile, 6 / 10 for ember);
+- ctrl broke at ``numpy.sqrt`` of a size (3 graphs / 6 breaks for torch.compile, 6 / 10 for ember),
+  perceiver at ``numpy.prod`` of one;
 - big_bird broke at each ``self.attn = self.other_attn`` (assigning a submodule in forward).
 """
 from __future__ import annotations
@@ -70,7 +71,13 @@ def test_numpy_functions_of_sizes_are_constants():
     def f(x):
         return x / np.sqrt(x.shape[-1]) * np.exp(np.float32(0.5)) + np.log2(8)
 
+    def g(x):  # torch.compile makes 2 graphs of it (a break at float() of np.prod), ember 1
+        return x * float(np.prod(x.shape)) + np.arange(3).sum() + np.arange(2).mean()
+
     assert_captured_like_torch(f, lambda: (_x(2, 16),))
+    explained = ember.explain(g)(_x(3))
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
+    torch.testing.assert_close(ember.compile(g, backend="eager")(_x(3)), g(_x(3)))
 
 
 class _Switching(torch.nn.Module):

@@ -15,11 +15,13 @@ The sweep runner itself is not run in CI (an hour or more): ``test_sweep_runner_
 runs it on one architecture, marked ``long``."""
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 
 import pytest
+import torch
 
 pytest.importorskip("transformers")
 
@@ -73,7 +75,8 @@ def test_registry_sample(mapping: str, model_type: str, mode: str) -> None:
     zoo = _ARCHS[(mapping, model_type)].zoo
     expected = run_eager(zoo, mode)
     got = run_ember(zoo, mode)
-    assert_same(got, expected, mode)  # a wrong result is a failure, never an expected one
+    exact = functools.cache(lambda: run_eager(zoo, mode, "cpu", torch.float64))  # where float32 rounding differs
+    assert_same(got, expected, mode, exact)  # a wrong result is a failure, never an expected one
     if got.capture.fallback:
         raise CaptureShortfall(f"eager fallback: {got.capture.first_reason}")
     reason = shortfall(got.capture, run_torch_compile(zoo, mode))

@@ -13,6 +13,7 @@ import inspect
 import logging
 import math
 import operator
+import sys
 import types
 from typing import Any
 
@@ -129,10 +130,25 @@ def is_pure_function(fn: Any) -> bool:
         return True  # a numpy scalar type: np.float64(2.5)
     if type(fn).__name__ == "ufunc" and type(fn).__module__ == "numpy":
         return True  # np.sqrt(64), np.exp(x) of constants (an ``out=`` argument is refused by the caller)
+    if isinstance(fn, types.BuiltinMethodType) and type(self_obj).__name__ == "ndarray" \
+            and fn.__name__ in _NUMPY_PURE | _NDARRAY_READS:
+        return True  # ``a.sum()`` of an array constant (one read from the frame is guarded on its elements)
+    if module == "numpy" and getattr(fn, "__name__", None) in _NUMPY_PURE:
+        np = sys.modules.get("numpy")
+        return np is not None and getattr(np, fn.__name__, None) is fn
     return fn in (inspect.signature, inspect.getfullargspec, inspect.isfunction, inspect.ismethod,
                   inspect.isclass, torch.Size, torch.device, torch.finfo, torch.iinfo, torch.is_grad_enabled,
                   torch.get_default_dtype, torch.is_tensor, torch.is_floating_point,
                   torch.is_complex, torch.typename, logging.getLogger)
+
+
+#: numpy's functions of arrays and numbers that compute a new value and change nothing (perceiver's
+#: ``np.prod`` of a shape), besides its ufuncs
+_NUMPY_PURE = frozenset({"prod", "sum", "mean", "max", "min", "amax", "amin", "round", "cumsum", "cumprod",
+                         "arange", "linspace", "array_equal", "allclose", "isclose", "ceil", "floor"})
+#: and the methods of an array that read it into a new value
+_NDARRAY_READS = frozenset({"tolist", "item", "copy", "astype", "flatten", "any", "all", "argmax", "argmin",
+                            "std", "var", "dot"})
 
 
 BINARY_OPS = {
