@@ -168,7 +168,7 @@ class CompiledFunction:
         if gm is not None:
             if log_graph.isEnabledFor(logging.INFO):
                 log_graph.info("graph of %s:\n%s", self.name, gm.print_readable(print_output=False))
-            if not cap.tensor_work:  # only arithmetic on symbolic ints: no backend involved
+            if not cap.tensor_work:  # only arithmetic on symbolic ints or grad-mode switches: no backend
                 compiled = gm.forward
             elif is_dynamic(gm) and not self.backend.dynamic:  # compiled per concrete shape
                 compiled = PerShapeCache(self.backend.compile, gm, cap.example_inputs, self.backend.name)

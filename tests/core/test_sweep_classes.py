@@ -208,3 +208,23 @@ def test_an_item_costs_one_graph_break():
     explained = ember.explain(f)(_x(4))
     assert explained.graph_break_count == 1, explained.break_reasons
     assert_captured_like_torch(f, lambda: (_x(4),), backends=("eager",))
+
+
+def test_a_graph_that_only_switches_grad_mode_is_not_compiled():
+    """xlm and flaubert under ``with torch.no_grad()`` around a model that breaks: the pieces
+    before and after the break held only grad-mode switches, and each was a graph (5 graphs
+    against torch.compile's 3)."""
+    from core_helpers import CountingBackend, torch_compile_graph_count
+
+    def model(x):
+        y = x * 2
+        n = y.sum().item()  # a break inside the model
+        return y + n
+
+    def f(x):
+        with torch.no_grad():
+            return model(x)
+
+    counting = CountingBackend()
+    torch.testing.assert_close(ember.compile(f, backend=counting)(_x(3)), f(_x(3)))
+    assert counting.count <= torch_compile_graph_count(f, _x(3)), [g.code for g in counting.graphs]

@@ -252,7 +252,7 @@ def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resume
         resumes=resumes,
         break_exc=reason or None,
         tensor_work=any(n.op in ("call_function", "call_method") and not has_symbolic(n.meta.get("val"))
-                        for n in graph.graph.nodes),
+                        and n.target is not torch._C._set_grad_enabled for n in graph.graph.nodes),
     )
 
 
