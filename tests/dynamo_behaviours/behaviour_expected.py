@@ -6,11 +6,23 @@ from __future__ import annotations
 
 
 EXPECTED: dict[str, str] = {
-    # 24
+    # 36
     **dict.fromkeys([
         '_test_misc_part1::isinstance_of_many_kinds',
+        '_test_misc_part2::len_of_ndarray_argument',
+        '_test_misc_part2::ndarray_astype_builtin_types',
         '_test_misc_part2::ndarray_comparison',
         '_test_misc_part2::ndarray_size_plus_array',
+        '_test_misc_part2::numpy_arange_dtype_float',
+        '_test_misc_part2::numpy_arange_dtype_int',
+        '_test_misc_part2::numpy_arange_dtype_np_float32',
+        '_test_misc_part2::numpy_arange_dtype_np_float64',
+        '_test_misc_part2::numpy_arange_dtype_np_int32',
+        '_test_misc_part2::numpy_arange_dtype_np_intp',
+        '_test_misc_part2::numpy_arange_dtype_np_uint8',
+        '_test_misc_part2::numpy_arange_dtype_str_float32',
+        '_test_misc_part2::numpy_arange_dtype_str_float64',
+        '_test_misc_part2::numpy_arange_dtype_str_int',
         '_test_misc_part2::operator_add_follows_contents_of_same_ndarray',
         '_test_misc_part2::operator_add_ndarray_ndarray',
         '_test_misc_part2::operator_floordiv_ndarray_ndarray',
@@ -50,19 +62,6 @@ EXPECTED: dict[str, str] = {
         'test_functions::return_numpy_transpose',
         'test_functions::return_several_numpy_arrays',
     ], "fullgraph: Tensor.numpy() needs the tensor's data (graph break)"),
-    # 10
-    **dict.fromkeys([
-        '_test_misc_part2::numpy_arange_dtype_float',
-        '_test_misc_part2::numpy_arange_dtype_int',
-        '_test_misc_part2::numpy_arange_dtype_np_float32',
-        '_test_misc_part2::numpy_arange_dtype_np_float64',
-        '_test_misc_part2::numpy_arange_dtype_np_int32',
-        '_test_misc_part2::numpy_arange_dtype_np_intp',
-        '_test_misc_part2::numpy_arange_dtype_np_uint8',
-        '_test_misc_part2::numpy_arange_dtype_str_float32',
-        '_test_misc_part2::numpy_arange_dtype_str_float64',
-        '_test_misc_part2::numpy_arange_dtype_str_int',
-    ], 'graphs: ember 0, torch.compile 1 (break: call to numpy.arange is not supported (not a torch op, not Python code to inline))'),
     # 9
     **dict.fromkeys([
         '_test_misc_part2::operator_add_tensor_ndarray',
@@ -155,22 +154,10 @@ EXPECTED: dict[str, str] = {
     ], "graphs: ember 0, torch.compile 2 (break: Tensor.numpy() needs the tensor's data (graph break))"),
     # 3
     **dict.fromkeys([
-        'test_ctx_manager::class_manager_breaking_in_enter',
-        'test_ctx_manager::return_class_manager_made_before_break',
-        'test_unspec::size_kept_across_break',
-    ], 'graphs: ember 1, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
-    # 3
-    **dict.fromkeys([
         'test_dicts::global_dict_membership_guarded',
         'test_dicts::module_keyed_dict_order_recompiles',
         'test_dicts::tensor_keyed_dict_order_recompiles',
     ], 'graphs: ember 3, torch.compile 2'),
-    # 3
-    **dict.fromkeys([
-        'test_ctx_manager::breaking_contextmanager_inside_helper',
-        'test_ctx_manager::inlined_no_grad_function_with_break',
-        'test_ctx_manager::nested_grad_modes_with_breaks',
-    ], 'graphs: ember 3, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 2
     **dict.fromkeys([
         '_test_misc_part1::attribute_set_on_input_tensor',
@@ -228,9 +215,19 @@ EXPECTED: dict[str, str] = {
     ], "graphs: ember 0, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
     # 2
     **dict.fromkeys([
+        '_test_misc_part2::ndarray_argument_across_a_break',
+        'test_ctx_manager::return_class_manager_made_before_break',
+    ], 'graphs: ember 0, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
+    # 2
+    **dict.fromkeys([
         'test_ctx_manager::grad_context_made_before_break',
         'test_ctx_manager::grad_context_on_stack_during_break',
     ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
+    # 2
+    **dict.fromkeys([
+        'test_ctx_manager::class_manager_breaking_in_enter',
+        'test_unspec::size_kept_across_break',
+    ], 'graphs: ember 1, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 2
     **dict.fromkeys([
         'test_ctx_manager::break_inside_contextmanager_setup',
@@ -320,14 +317,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_dicts::mapping_proxy_argument_follows_its_dict',
     ], 'fullgraph: call to mappingproxy.values is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::len_of_ndarray_argument',
-    ], 'fullgraph: call to ndarray.sum is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::ndarray_tolist',
-    ], 'fullgraph: call to ndarray.tolist is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         'test_functions::numpy_finfo_constant',
@@ -498,10 +487,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: tuple.index over tensors'),
     # 1
     **dict.fromkeys([
-        '_test_misc_part2::ndarray_astype_builtin_types',
-    ], 'graphs: ember 0, torch.compile 1 (break: call to ndarray.astype is not supported (not a torch op, not Python code to inline))'),
-    # 1
-    **dict.fromkeys([
         '_test_misc_part2::numpy_unique_float16',
     ], 'graphs: ember 0, torch.compile 1 (break: call to numpy.asarray is not supported (not a torch op, not Python code to inline))'),
     # 1
@@ -556,10 +541,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         '_test_misc_part2::list_comprehension_in_non_recursive_disabled_function',
     ], 'graphs: ember 0, torch.compile 2 (break: hasattr on a FunctionVar)'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::ndarray_argument_across_a_break',
-    ], 'graphs: ember 0, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::numpy_take_along_axis',
@@ -656,6 +637,10 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_ctx_manager::profiler_contexts_with_break_inside',
     ], 'graphs: ember 3, torch.compile 2 (break: call to torch.profiler.profiler.profile is not supported (not a torch op, not Python code to inline))'),
+    # 1
+    **dict.fromkeys([
+        'test_ctx_manager::breaking_contextmanager_inside_helper',
+    ], 'graphs: ember 3, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
         'test_ctx_manager::generator_manager_with_break_inside',
