@@ -3,8 +3,9 @@
 Compiling many new functions (lambdas made in a loop) and resetting must not grow the process:
 1,000 compiled lambdas used to keep about 4.7 KB each under ``aot_eager`` (1.7 KB under
 ``eager``) after ``ember.reset()``, in torch's fake-tensor dispatch cache and torch.fx's sources
-of the generated graphs (see ``ember.torch_caches``). Measured in steady state: the growth from
-one round of compiles and a reset to the next.
+of the generated graphs (see ``ember.torch_caches``). Measured in steady state: the least growth
+of three rounds of compiles and a reset (after test_hf_caches.py and test_real_models.py in one
+process, a single round grew by 1.9 KB a compile once: a table other tests had filled resized).
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import ember
 
-ROUNDS = 2
-PER_ROUND = 60
+ROUNDS = 3  # measured rounds: a leak grows in each, a one-time growth (a dict of torch's or of
+PER_ROUND = 60  # linecache that other tests filled, resizing once) in one only: the least is kept
 # what torch keeps outside Python's reach per graph (make_fx's code objects); torch.compile keeps
 # about 1.2 KB a compile after torch._dynamo.reset() under aot_eager, measured the same way
 LIMIT = {"eager": 300, "aot_eager": 900}
@@ -40,13 +41,14 @@ def test_reset_gives_back_what_compiling_new_functions_took(backend: str) -> Non
     tracemalloc.start()
     try:
         _round(backend, 10_000)
-        before = tracemalloc.get_traced_memory()[0]
-        for r in range(2, ROUNDS + 1):
+        grown = []
+        for r in range(2, ROUNDS + 2):
+            before = tracemalloc.get_traced_memory()[0]
             _round(backend, r * 10_000)
-        grown = tracemalloc.get_traced_memory()[0] - before
+            grown.append(tracemalloc.get_traced_memory()[0] - before)
     finally:
         tracemalloc.stop()
-    per_compile = grown / ((ROUNDS - 1) * PER_ROUND)
+    per_compile = min(grown) / PER_ROUND
     assert per_compile < LIMIT[backend], f"{per_compile:.0f} B kept per compiled function after reset"
 
 
