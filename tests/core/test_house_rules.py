@@ -92,8 +92,9 @@ def test_every_product_module_has_a_docstring():
 #: ranges and issue 47's padded matrix products (pad_matmul.py); to 32,600 for issue 45's silent wrong
 #: results found by the Dynamo behaviours (numpy arrays guarded on their elements when read, numpy
 #: constructor arguments, descriptors' __get__/__set__ inlined, comparisons of built objects); to
-#: 32,800 for issue 49's HTML compile report (report.py) and the registry sweep's capture classes.
-MAX_PRODUCT_LINES = 32_800
+#: 32,800 for issue 49's HTML compile report (report.py) and the registry sweep's capture classes; to
+#: 33,300 for numpy traced as torch ops (numpy_arrays, numpy_runtime: about 500 lines).
+MAX_PRODUCT_LINES = 33_300
 MAX_FILE_LINES = 760
 
 

@@ -28,7 +28,7 @@ def _calls():
         ("as_tensor keyword", lambda: torch.as_tensor(ARR, dtype=torch.int32, device="cpu") + 1),
         ("asarray dtype", lambda: torch.asarray(ARR, dtype=torch.bfloat16) * 2),
         ("from_numpy", lambda: torch.from_numpy(ARR) * 2),
-        ("bool mask", lambda: x[torch.tensor(ARR > 2, device=x.device, dtype=torch.bool)] * 2),
+        ("bool mask", lambda: torch.where(torch.tensor(ARR > 2, device=x.device, dtype=torch.bool), x, 0) * 2),
     ]
 
 

@@ -6,74 +6,20 @@ from __future__ import annotations
 
 
 EXPECTED: dict[str, str] = {
-    # 36
+    # 11
     **dict.fromkeys([
         '_test_misc_part1::isinstance_of_many_kinds',
-        '_test_misc_part2::len_of_ndarray_argument',
-        '_test_misc_part2::ndarray_astype_builtin_types',
-        '_test_misc_part2::ndarray_comparison',
-        '_test_misc_part2::ndarray_size_plus_array',
-        '_test_misc_part2::numpy_arange_dtype_float',
-        '_test_misc_part2::numpy_arange_dtype_int',
-        '_test_misc_part2::numpy_arange_dtype_np_float32',
-        '_test_misc_part2::numpy_arange_dtype_np_float64',
-        '_test_misc_part2::numpy_arange_dtype_np_int32',
-        '_test_misc_part2::numpy_arange_dtype_np_intp',
-        '_test_misc_part2::numpy_arange_dtype_np_uint8',
-        '_test_misc_part2::numpy_arange_dtype_str_float32',
-        '_test_misc_part2::numpy_arange_dtype_str_float64',
-        '_test_misc_part2::numpy_arange_dtype_str_int',
-        '_test_misc_part2::operator_add_follows_contents_of_same_ndarray',
-        '_test_misc_part2::operator_add_ndarray_ndarray',
-        '_test_misc_part2::operator_floordiv_ndarray_ndarray',
-        '_test_misc_part2::operator_ge_ndarray_ndarray',
-        '_test_misc_part2::operator_gt_ndarray_ndarray',
-        '_test_misc_part2::operator_le_ndarray_ndarray',
-        '_test_misc_part2::operator_lt_ndarray_ndarray',
-        '_test_misc_part2::operator_matmul_ndarray_ndarray',
-        '_test_misc_part2::operator_mod_ndarray_ndarray',
-        '_test_misc_part2::operator_mul_ndarray_ndarray',
-        '_test_misc_part2::operator_pow_ndarray_ndarray',
-        '_test_misc_part2::operator_sub_ndarray_ndarray',
-        '_test_misc_part2::operator_truediv_ndarray_ndarray',
+        '_test_misc_part2::numpy_force_false',
         '_test_misc_part2::user_class_add_operator',
         'test_functions::dict_keys_view_is_live',
         'test_functions::dict_values_view_is_live',
         'test_functions::is_floating_point_function_forms',
         'test_functions::move_to_meta_device',
+        'test_functions::numpy_size_attribute',
         'test_functions::reduce_single_element',
         'test_functions::tensor_new_with_shape',
         'test_functions::tensor_new_with_size',
     ], 'graphs: ember 0, torch.compile 1'),
-    # 14
-    **dict.fromkeys([
-        'test_functions::numpy_array_attributes',
-        'test_functions::numpy_copy_method',
-        'test_functions::numpy_fftshift',
-        'test_functions::numpy_linalg_norm',
-        'test_functions::numpy_mean_then_sum',
-        'test_functions::numpy_meshgrid_of_tensors',
-        'test_functions::numpy_operators',
-        'test_functions::numpy_reductions_with_axis',
-        'test_functions::numpy_reshape_method',
-        'test_functions::numpy_roundtrip_size',
-        'test_functions::numpy_size_attribute',
-        'test_functions::numpy_transpose_method',
-        'test_functions::return_numpy_transpose',
-        'test_functions::return_several_numpy_arrays',
-    ], "fullgraph: Tensor.numpy() needs the tensor's data (graph break)"),
-    # 9
-    **dict.fromkeys([
-        '_test_misc_part2::operator_add_tensor_ndarray',
-        '_test_misc_part2::operator_floordiv_tensor_ndarray',
-        '_test_misc_part2::operator_matmul_tensor_ndarray',
-        '_test_misc_part2::operator_mod_tensor_ndarray',
-        '_test_misc_part2::operator_mul_tensor_ndarray',
-        '_test_misc_part2::operator_pow_tensor_ndarray',
-        '_test_misc_part2::operator_sub_tensor_ndarray',
-        '_test_misc_part2::operator_truediv_ndarray_tensor',
-        '_test_misc_part2::operator_truediv_tensor_ndarray',
-    ], 'graphs: ember 0, torch.compile 1 (break: a ndarray cannot be baked into a graph as a constant)'),
     # 6
     **dict.fromkeys([
         'test_functions::global_defaultdict_closure_factory',
@@ -83,14 +29,6 @@ EXPECTED: dict[str, str] = {
         'test_functions::global_defaultdict_set_factory',
         'test_functions::global_defaultdict_tuple_factory',
     ], 'fullgraph: call to defaultdict.clear is not supported (not a torch op, not Python code to inline)'),
-    # 5
-    **dict.fromkeys([
-        'test_functions::numpy_setitem_ellipsis_0',
-        'test_functions::numpy_setitem_ellipsis_1',
-        'test_functions::numpy_setitem_ellipsis_2',
-        'test_functions::numpy_setitem_ellipsis_3',
-        'test_functions::numpy_setitem_ellipsis_4',
-    ], 'fullgraph: item assignment on a ndarray value is not supported'),
     # 4
     **dict.fromkeys([
         'test_sets::frozenset_from_dict_reuses_hashes',
@@ -98,6 +36,13 @@ EXPECTED: dict[str, str] = {
         'test_sets::set_from_dict_reuses_hashes',
         'test_sets::set_subclass_from_dict_reuses_hashes',
     ], 'fullgraph: call to test_sets_behaviours.HashCounting is not supported (not a torch op, not Python code to inline)'),
+    # 4
+    **dict.fromkeys([
+        '_test_misc_part2::ndarray_live_across_a_break',
+        '_test_misc_part2::two_ndarrays_across_a_break',
+        'test_ctx_manager::class_manager_breaking_in_enter',
+        'test_unspec::size_kept_across_break',
+    ], 'graphs: ember 1, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 3
     **dict.fromkeys([
         'test_dicts::cmp_eq_key_raises_dict',
@@ -118,18 +63,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to list.__new__ is not supported (not a torch op, not Python code to inline)'),
     # 3
     **dict.fromkeys([
-        '_test_misc_part2::numpy_array_of_ndarrays',
-        '_test_misc_part2::numpy_array_of_numpy_scalars',
-        'test_unspec::tensor_of_tensors_form_3',
-    ], 'fullgraph: call to numpy.array is not supported (not a torch op, not Python code to inline)'),
-    # 3
-    **dict.fromkeys([
-        '_test_misc_part2::numpy_issubdtype_of_python_type',
-        'test_functions::numpy_dtype_object_call',
-        'test_functions::numpy_iinfo_constant',
-    ], 'fullgraph: call to numpy.dtype is not supported (not a torch op, not Python code to inline)'),
-    # 3
-    **dict.fromkeys([
         'test_ctx_manager::disable_saved_tensors_hooks_decorator',
         'test_ctx_manager::disable_saved_tensors_hooks_inside_disabled',
         'test_ctx_manager::nested_disable_saved_tensors_hooks',
@@ -146,12 +79,6 @@ EXPECTED: dict[str, str] = {
         'test_list::remove_matches_identity_before_richcompare_list_method',
         'test_list::remove_uses_item_richcompare_list_method',
     ], 'fullgraph: list.remove is not supported'),
-    # 3
-    **dict.fromkeys([
-        '_test_misc_part2::ndarray_live_across_a_break',
-        '_test_misc_part2::ones_like_of_ndarrays_across_break',
-        '_test_misc_part2::two_ndarrays_across_a_break',
-    ], "graphs: ember 0, torch.compile 2 (break: Tensor.numpy() needs the tensor's data (graph break))"),
     # 3
     **dict.fromkeys([
         'test_dicts::global_dict_membership_guarded',
@@ -210,24 +137,9 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: str called with tensors or captured containers'),
     # 2
     **dict.fromkeys([
-        '_test_misc_part2::numpy_force_false',
-        '_test_misc_part2::numpy_force_true_on_requires_grad',
-    ], "graphs: ember 0, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
-    # 2
-    **dict.fromkeys([
-        '_test_misc_part2::ndarray_argument_across_a_break',
-        'test_ctx_manager::return_class_manager_made_before_break',
-    ], 'graphs: ember 0, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
-    # 2
-    **dict.fromkeys([
         'test_ctx_manager::grad_context_made_before_break',
         'test_ctx_manager::grad_context_on_stack_during_break',
     ], 'graphs: ember 0, torch.compile 2 (runs eagerly: print() is a side effect outside PyTorch (graph break))'),
-    # 2
-    **dict.fromkeys([
-        'test_ctx_manager::class_manager_breaking_in_enter',
-        'test_unspec::size_kept_across_break',
-    ], 'graphs: ember 1, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 2
     **dict.fromkeys([
         'test_ctx_manager::break_inside_contextmanager_setup',
@@ -319,16 +231,8 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to mappingproxy.values is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
-        'test_functions::numpy_finfo_constant',
-    ], 'fullgraph: call to numpy.finfo is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
         'test_functions::numpy_random_difference',
     ], 'fullgraph: call to numpy.random.RandomState.rand is not supported (not a torch op, not Python code to inline)'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::numpy_zeros_like_with_dtype',
-    ], 'fullgraph: call to numpy.zeros_like is not supported (not a torch op, not Python code to inline)'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::next_of_range_iterator',
@@ -487,48 +391,8 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: tuple.index over tensors'),
     # 1
     **dict.fromkeys([
-        '_test_misc_part2::numpy_unique_float16',
-    ], 'graphs: ember 0, torch.compile 1 (break: call to numpy.asarray is not supported (not a torch op, not Python code to inline))'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::numpy_where_with_int_argument',
-    ], 'graphs: ember 0, torch.compile 1 (break: call to numpy.where is not supported (not a torch op, not Python code to inline))'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::operator_imod_ndarray_ndarray',
-    ], "graphs: ember 0, torch.compile 1 (break: in-place operator '%=' on a ndarray (changed at capture, not per call))"),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::operator_ipow_ndarray_ndarray',
-    ], "graphs: ember 0, torch.compile 1 (break: in-place operator '**=' on a ndarray (changed at capture, not per call))"),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::operator_imul_ndarray_ndarray',
-    ], "graphs: ember 0, torch.compile 1 (break: in-place operator '*=' on a ndarray (changed at capture, not per call))"),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::operator_iadd_ndarray_ndarray',
-    ], "graphs: ember 0, torch.compile 1 (break: in-place operator '+=' on a ndarray (changed at capture, not per call))"),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::operator_isub_ndarray_ndarray',
-    ], "graphs: ember 0, torch.compile 1 (break: in-place operator '-=' on a ndarray (changed at capture, not per call))"),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::operator_ifloordiv_ndarray_ndarray',
-    ], "graphs: ember 0, torch.compile 1 (break: in-place operator '//=' on a ndarray (changed at capture, not per call))"),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::operator_itruediv_ndarray_ndarray',
-    ], "graphs: ember 0, torch.compile 1 (break: in-place operator '/=' on a ndarray (changed at capture, not per call))"),
-    # 1
-    **dict.fromkeys([
         '_test_misc_part2::iterate_ndarray_rows',
     ], 'graphs: ember 0, torch.compile 1 (break: iteration over a ndarray value is not supported)'),
-    # 1
-    **dict.fromkeys([
-        '_test_misc_part2::numpy_arange_after_a_break',
-    ], 'graphs: ember 0, torch.compile 1 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
         'test_ctx_manager::grad_context_returned_through_break',
@@ -543,8 +407,8 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 2 (break: hasattr on a FunctionVar)'),
     # 1
     **dict.fromkeys([
-        '_test_misc_part2::numpy_take_along_axis',
-    ], 'graphs: ember 0, torch.compile 3 (break: call to numpy.take_along_axis is not supported (not a torch op, not Python code to inline))'),
+        'test_ctx_manager::return_class_manager_made_before_break',
+    ], 'graphs: ember 0, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
         'test_dicts::dict_or_float_raises',
@@ -597,10 +461,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_dicts::unread_keys_do_not_guard',
     ], 'graphs: ember 2, torch.compile 1'),
-    # 1
-    **dict.fromkeys([
-        'test_unspec::numpy_views_of_tensor_arguments',
-    ], "graphs: ember 2, torch.compile 1 (break: Tensor.numpy() needs the tensor's data (graph break))"),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::tensor_to_builtin_types',

@@ -27,7 +27,8 @@ asserts that no import, even inside a function, closes a circle):
   body a suspended child frame; ``lazy_iterators``: zip, map... over them, read one item at a
   time; ``generator_outputs``: what becomes of them after the graph), ``user_objects`` (plain Python objects built by the
   capture, HF caches), ``objects`` (objects built over fake tensors), ``supers`` (``super()``),
-  ``hooks`` (module hooks), ``autograd_functions`` (user ``torch.autograd.Function.apply`` as one
+  ``hooks`` (module hooks), ``numpy_arrays`` (numpy arrays as tensors in the graph, their nodes
+  running ``numpy_runtime``), ``autograd_functions`` (user ``torch.autograd.Function.apply`` as one
   node).
 - ``ops`` (operators, indexing, membership) and ``builtin_calls`` with ``torch_helpers`` and
   ``copies`` (Python's builtins, torch's helpers and ``copy.deepcopy``, in the

@@ -21,6 +21,7 @@ from .constants import READ_ONLY_METHODS, READ_ONLY_OWNERS
 from .container_dunders import DUNDERS
 from .container_types import is_data_descriptor, python_attr, read_through_descriptor
 from .containers import ContainerMethod
+from . import numpy_arrays
 from .dispatch import handles_attr, handles_store, load_attr
 from .instances import ArrayVar, by_type, pin
 from .sources import AttrSource, DictEntrySource, MethodCallSource, constant_source
@@ -33,7 +34,10 @@ if TYPE_CHECKING:
 
 @handles_attr(ConstVar)
 def _const_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
-    if isinstance(obj, ArrayVar):  # ``a.sum``, ``a.T``: read from its elements now
+    if isinstance(obj, ArrayVar):  # ``a.sum``, ``a.T``: traced, or (``a.tolist``) read from its elements now
+        traced = numpy_arrays.frame_array_attr(frame, obj, name)
+        if traced is not None:
+            return traced
         obj.pin()
     if type(obj.value) in (set, frozenset) and hasattr(obj.value, name) and (not name.startswith("__")
                                                                            or name in DUNDERS):

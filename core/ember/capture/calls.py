@@ -16,8 +16,8 @@ from torch.utils._pytree import tree_leaves
 
 from ..distributed import native_reason
 from . import (
-    autograd_functions, collections_calls, containers, contexts, global_state, hooks, inlined_contexts, locks, objects,
-    optimizers, scalar_tensors, skips, unbacked, user_containers, user_objects,
+    autograd_functions, collections_calls, containers, contexts, global_state, hooks, inlined_contexts, locks,
+    numpy_arrays, objects, optimizers, scalar_tensors, skips, unbacked, user_containers, user_objects,
 )
 from .builtin_arity import check_arguments
 from .builtin_calls import BUILTIN_HANDLERS
@@ -102,8 +102,12 @@ def call_value(frame: "Frame", fn: ConstVar, args: list[Var], kwargs: dict[str, 
     if getattr(value, "__objclass__", None) is _TensorBase or getattr(value, "__objclass__", None) is torch.Tensor:
         if args and isinstance(args[0], TensorVar):
             return graph.call("call_method", value.__name__, tuple(args), kwargs)
-    if value in _FROM_NUMPY and args and _is_sourced_array(args[0]):
-        return _numpy_input(frame, value, args[0], args[1:], kwargs)
+    converted = numpy_arrays.to_tensor(frame, value, args[0], args[1:], kwargs) if args else None
+    if converted is not None:  # ``torch.from_numpy(a)`` and friends of an array
+        return converted
+    traced = numpy_arrays.call_function(frame, value, args, kwargs)
+    if traced is not None:  # numpy's functions, as torch ops on the arrays' tensors
+        return traced
     if is_graph_callable(value) and isinstance(value, types.FunctionType) \
             and not any(contains_tensor(a) for a in [*args, *kwargs.values()]):
         return inline_call(frame, fn, args, kwargs)  # torch's Python helper on no tensor (F._none_or_dtype)
@@ -291,48 +295,6 @@ def _container_view(frame: "Frame", owner: ConstVar, descriptor: Any, call_args:
     if isinstance(container, ConstVar):
         frame.fail(f"{descriptor.__qualname__} of a dict whose keys cannot be guarded")
     return call(frame, load_attr(frame, container, descriptor.__name__), [lift(a) for a in call_args], {})
-
-
-_FROM_NUMPY = (torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray)
-
-
-def _is_sourced_array(var: Var) -> bool:
-    return isinstance(var, ConstVar) and var.source is not None and type(var.value).__name__ == "ndarray" \
-        and type(var.value).__module__ == "numpy"
-
-
-#: the (keyword-only) conversion arguments each numpy constructor takes after the array, and
-#: whether it copies by default
-_NUMPY_CTOR_ARGS: dict[Any, tuple[tuple[str, ...], bool]] = {
-    torch.from_numpy: ((), False),
-    torch.as_tensor: (("dtype", "device"), False),
-    torch.tensor: (("dtype", "device", "requires_grad", "pin_memory"), True),
-    torch.asarray: (("dtype", "device", "copy", "requires_grad"), False),
-}
-
-
-def _numpy_input(frame: "Frame", fn: Any, array: ConstVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    """A numpy array read from the frame becomes a tensor input sharing its memory, converted
-    in the graph to the ``dtype``/``device`` asked for, and copied where ``fn`` copies."""
-    from .builder import wrap
-    from .sources import NumpyTensorSource
-
-    names, copies = _NUMPY_CTOR_ARGS[fn]
-    if args or set(kwargs) - set(names):  # what torch refuses raises from its own call
-        frame.fail(f"{fn.__name__} of a numpy array with arguments {len(args)}, {sorted(kwargs)}")
-    try:
-        given = {k: python_value(v) for k, v in kwargs.items()}
-    except NotConstant:
-        frame.fail(f"{fn.__name__} of a numpy array with a computed dtype or device")
-    if given.get("requires_grad") or given.get("pin_memory"):
-        frame.fail(f"{fn.__name__} of a numpy array with requires_grad or pin_memory (a new leaf)")
-    copy = given.get("copy")
-    copy = copies if copy is None else copy
-    tensor = wrap(frame.state, frame.state.graph.numpy_tensor(array.value), NumpyTensorSource(array.source))
-    if given.get("dtype") is None and given.get("device") is None:
-        return frame.state.graph.call("call_method", "clone", (tensor,), {}) if copy else tensor
-    to = {k: given[k] for k in ("dtype", "device") if given.get(k) is not None}
-    return frame.state.graph.call("call_method", "to", (tensor,), {**to, "copy": bool(copy)})
 
 
 _AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}

@@ -68,6 +68,7 @@ class GraphBuilder:
         self.symbolic_inputs: list[tuple[Source, Any]] = []
         self._input_vars: dict[int, TensorVar] = {}
         self._numpy_tensors: dict[int, torch.Tensor] = {}
+        self.numpy_arrays: dict[int, Any] = {}  # id(array read from the frame) -> its NdarrayVar
         self._last_placeholder: torch.fx.Node | None = None
         self._fake_vars: dict[int, TensorVar] = {}
         #: the frames the interpreter is walking, outermost first (see positions.py)

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import Unsupported
-from . import environ, objects, optimizers, set_keys, unbacked
+from . import environ, numpy_arrays, objects, optimizers, set_keys, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .container_types import python_method
 from .dispatch import call, each_item, is_lazy, iterate, load_attr, operator_hook, truthy
 from .exceptions import Raised, evaluate, throw
 from .instances import pin
 from .inline import call_dunder
+from .numpy_arrays import NdarrayVar
 from .objects import ShadowVar
 from .symbolic import SliceVar, SymVar, is_operand, record
 from .tensors import refuse_hidden_mutation
@@ -134,6 +135,8 @@ def _is_set(var: Var) -> bool:
 
 def unary(frame: "Frame", name: str, a: Var) -> Var:
     op = _UNARY[name]
+    if isinstance(a, NdarrayVar) or (isinstance(a, ConstVar) and numpy_arrays.traced_candidate(a)):
+        return numpy_arrays.unary(frame, name, a)
     if isinstance(a, TensorVar):
         return frame.state.graph.call("call_function", op, (a,), {})
     if isinstance(a, SymVar):

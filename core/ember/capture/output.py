@@ -18,6 +18,8 @@ from .collections_calls import DequeVar, rebuild_deque
 from .contexts import ModelledContext
 from .generator_outputs import ITERATOR_KINDS, parts as iterator_parts, rebuild_expr as rebuild_iterator
 from .graph import GraphBuilder
+from .numpy_arrays import NdarrayMethod, NdarrayVar
+from .numpy_runtime import to_numpy
 from .inlined_contexts import GeneratorContextVar, rebuild_expr as rebuild_context
 from .sources import Constants
 from .objects import ShadowVar, visit_parts
@@ -62,7 +64,7 @@ class OutputBuilder:
             elif isinstance(var, ShadowVar) and var.root is not var:  # a value inside a built object
                 visit(var.root)
             elif isinstance(var, (ListVar, TupleVar, DictVar, SetVar, UserObjectVar, ShadowVar, FunctionVar,
-                                  GeneratorContextVar, *ITERATOR_KINDS)):  # a tuple too: ``is``, a subclass's __dict__
+                                  GeneratorContextVar, NdarrayVar, *ITERATOR_KINDS)):  # a tuple too: ``is``, a subclass's __dict__
                 counts[id(var)] = counts.get(id(var), 0) + 1
                 if counts[id(var)] > 1:
                     return
@@ -76,6 +78,8 @@ class OutputBuilder:
                     items = [*var.args, *var.kwargs.values()]
                 elif isinstance(var, FunctionVar):  # its cells are filled after (cell_lines)
                     items = [*var.defaults, *var.kwdefaults.values()]
+                elif isinstance(var, NdarrayVar):
+                    items = []
                 elif isinstance(var, ITERATOR_KINDS):  # the items it has left, or the call making it again
                     items = iterator_parts(var)
                 else:
@@ -166,6 +170,10 @@ class OutputBuilder:
             return rebuild_context(self, var)
         if isinstance(var, ITERATOR_KINDS):
             return rebuild_iterator(self, var)
+        if isinstance(var, NdarrayVar):  # an array computed by the graph: the output tensor's memory
+            return f"{self.consts.name(to_numpy, 'np')}({self.expr(var.tensor)})"
+        if isinstance(var, NdarrayMethod):
+            return f"{self.expr(var.array)}.{var.name}"
         if isinstance(var, TensorMethod):
             return f"{self.expr(var.tensor)}.{var.name}"
         if isinstance(var, ContainerMethod) and var.container.source is not None:  # bound to the real object

@@ -191,9 +191,9 @@ class NumpyTensorSource(Source):
     base: Source
 
     def apply(self, base_expr: str, consts: Constants) -> str:
-        import torch
+        from .numpy_runtime import array_tensor
 
-        return f"{consts.name(torch.from_numpy, 'f')}({base_expr})"
+        return f"{consts.name(array_tensor, 'f')}({base_expr})"
 
     def describe(self) -> str:
         return f"from_numpy({self.base.describe()})"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import scalar_tensors, unbacked
+from . import numpy_arrays, scalar_tensors, unbacked
 from .builder import wrap
 from .dispatch import handles_attr, handles_call, handles_iter, handles_len, handles_store, handles_truth
 from .exceptions import throw
@@ -45,6 +45,8 @@ class TensorMethod(Var):
 def _call_tensor_method(frame: "Frame", fn: TensorMethod, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if fn.name in GRAPH_BREAK_CALLS:
         frame.fail(f"Tensor.{fn.name}() runs autograd's engine (graph break)")
+    if fn.name == "numpy":
+        return numpy_arrays.from_tensor(frame, fn.tensor, args, kwargs)
     if fn.name in UNSUPPORTED_TENSOR_METHODS and not unbacked.captures(fn.name):
         frame.fail(f"Tensor.{fn.name}() needs the tensor's data (graph break)")
     if fn.name == "tolist" and unbacked.captures(fn.name) and not args and not kwargs:

@@ -145,7 +145,9 @@ def is_pure_function(fn: Any) -> bool:
 #: numpy's functions of arrays and numbers that compute a new value and change nothing (perceiver's
 #: ``np.prod`` of a shape), besides its ufuncs
 _NUMPY_PURE = frozenset({"prod", "sum", "mean", "max", "min", "amax", "amin", "round", "cumsum", "cumprod",
-                         "arange", "linspace", "array_equal", "allclose", "isclose", "ceil", "floor"})
+                         "arange", "linspace", "array_equal", "allclose", "isclose", "ceil", "floor",
+                         # types and descriptions of types
+                         "dtype", "finfo", "iinfo", "issubdtype", "result_type", "promote_types", "can_cast"})
 #: and the methods of an array that read it into a new value
 _NDARRAY_READS = frozenset({"tolist", "item", "copy", "astype", "flatten", "any", "all", "argmax", "argmin",
                             "std", "var", "dot"})
