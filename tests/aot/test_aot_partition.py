@@ -156,3 +156,25 @@ def test_an_input_is_saved_rather_than_its_view():
     saved = list(next(n for n in rec.fw.graph.nodes if n.op == "output").args[0])[1:]
     assert saved and all(n.op == "placeholder" or n.target is not torch.ops.aten.view.default for n in saved), saved
     assert any(n.target is torch.ops.aten.view.default for n in rec.bw.graph.nodes)
+
+
+def test_a_language_models_loss_saves_neither_log_softmax_nor_one_hot():
+    """Cross-entropy over a vocabulary in autocast style (bf16 logits, float32 log-softmax): the
+    backward recomputes the float32 log-softmax from the bf16 logits and the one-hot gradient from
+    the labels, instead of saving two float32 tensors of tokens x vocabulary (GPT-2's 1.65 GB each)."""
+    def loss_of(h, w, labels):
+        logits = (h.to(torch.bfloat16) @ w.to(torch.bfloat16).t()).float()
+        return F.cross_entropy(logits, labels)
+
+    h, w = torch.randn(64, 32, requires_grad=True), torch.randn(999, 32, requires_grad=True)
+    labels = torch.randint(0, 999, (64,))
+    compiled, rec = _compile(loss_of, [h, w, labels], min_cut_partition)
+    compiled(h, w, labels).backward()
+    saved = [n.meta["val"] for n in next(n for n in rec.fw.graph.nodes if n.op == "output").args[0][1:]
+             if isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val"), torch.Tensor)]
+    assert not [t for t in saved if t.shape == (64, 999) and t.dtype == torch.float32], [
+        (tuple(t.shape), t.dtype) for t in saved]
+    ref = [t.detach().requires_grad_() for t in (h, w)]
+    loss_of(*ref, labels).backward()
+    torch.testing.assert_close(h.grad, ref[0].grad, rtol=2e-2, atol=1e-3)
+    torch.testing.assert_close(w.grad, ref[1].grad, rtol=2e-2, atol=1e-3)

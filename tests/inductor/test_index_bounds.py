@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import assert_same, compile_fn
+from helpers import assert_same, check, compile_fn
 
 X = torch.arange(12.0).reshape(4, 3)  # dimension 0 has size 4, dimension 1 size 3
 
@@ -110,3 +110,18 @@ def test_bert_with_an_id_outside_the_vocabulary_raises_like_eager(monkeypatch: p
             compiled(input_ids=bad, attention_mask=mask)
         torch.testing.assert_close(compiled(input_ids=ids, attention_mask=mask).last_hidden_state,
                                    model(input_ids=ids, attention_mask=mask).last_hidden_state)
+
+
+def test_scatter_of_one_index_per_line_is_a_pointwise_kernel() -> None:
+    """``scatter`` with one index per line (nll_loss's one-hot gradient) is lowered as a
+    pointwise kernel, values and src alike, and an index out of range still raises as eager's."""
+    target = torch.tensor([[3], [0], [9], [5]])
+
+    def one_hot(x: torch.Tensor, t: torch.Tensor, src: torch.Tensor) -> tuple:
+        grad = torch.zeros_like(x).scatter(1, t, -1.0) * x.exp()
+        return grad, x.scatter(1, t, src), x.t().scatter(0, t.t(), 2.5)
+
+    check(one_hot, torch.randn(4, 10), target, torch.randn(4, 3))
+    with pytest.raises(RuntimeError):
+        compile_fn(one_hot, torch.randn(4, 10), target, torch.randn(4, 3))(
+            torch.randn(4, 10), torch.tensor([[3], [0], [10], [5]]), torch.randn(4, 3))

@@ -65,3 +65,20 @@ def test_batch_norm_training_step_with_split_statistics(splitting: None) -> None
     torch.testing.assert_close(loss, step(*[r.detach() for r in ref]), rtol=1e-4, atol=1e-5)
     for a, b in zip(ours, ref):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_outer_reductions_split_into_column_blocks(splitting: None) -> None:
+    """Column sums (a bias gradient: the last dimension kept) are split too, from shorter columns,
+    into many more partial results; fused with the pointwise work around them, against eager."""
+    assert reductions.split_point([1, 768], [8192], "sum", "cpu", outer=True) == (0, 32)  # 32 chunks of 256 rows
+    assert reductions.split_point([1, 1, 768], [8, 1024], "sum", "cpu", outer=True) == (1, 4)
+    assert reductions.split_point([1, 32768], [8192], "sum", "cpu", outer=True) is None  # columns enough
+    assert reductions.split_point([1, 768], [1024], "sum", "cpu", outer=True) is None  # short columns
+
+    def bias_grads(g: torch.Tensor, h: torch.Tensor) -> tuple:
+        y = (g * h).relu()
+        return y.sum(0), g.sum((0, 1)), y.amax(0), y * 2
+
+    compiled = check(bias_grads, torch.randn(4096, 96), torch.randn(4096, 96))
+    assert "empty_strided((16, 1, 96, )" in compiled.compiled._parts["wrapper"]
+    check(bias_grads, torch.randn(8, 512, 96), torch.randn(8, 512, 96))

@@ -197,6 +197,19 @@ def traced_candidate(var: ConstVar) -> bool:
     return isinstance(var, ArrayVar) and var.source is not None and _traceable_array(var.value)
 
 
+def _hinted(var: Var) -> Any:
+    """``var``'s Python value, a symbolic size by its value in this capture (not guarded)."""
+    if isinstance(var, SymVar):
+        hint = getattr(var.value.node, "hint", None)
+        if hint is None:
+            raise NotConstant("a size only the data decides")
+        return hint
+    if isinstance(var, (TupleVar, ListVar)):
+        items = [_hinted(v) for v in var.items]
+        return items if isinstance(var, ListVar) else tuple(items)
+    return python_value(var, specialize=False)
+
+
 def _trace(frame: "Frame", target: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     node_args = tuple(_node_arg(frame, a) for a in args)
     node_kwargs = {k: _node_arg(frame, v) for k, v in kwargs.items()}
@@ -212,13 +225,13 @@ def call_function(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Va
     if path is None:
         return None
     if not _involves_arrays(frame, [*args, *kwargs.values()]) and is_pure_function(fn):
-        try:  # symbolic sizes stay symbolic: np.ones((2, n)) is traced
-            py_args = [python_value(a, specialize=False) for a in args]
-            py_kwargs = {k: python_value(v, specialize=False) for k, v in kwargs.items()}
+        try:  # on the sizes' values, without guarding them: np.ones((2, n)) stays symbolic
+            py_args = [_hinted(a) for a in args]
+            py_kwargs = {k: _hinted(v) for k, v in kwargs.items()}
         except NotConstant:
             py_args = None
         if py_args is not None and not isinstance(fn(*py_args, **py_kwargs), sys.modules["numpy"].ndarray):
-            return None  # a number from numbers: the caller folds it
+            return None  # a number from numbers (np.sqrt(n)): the caller folds it
     return _trace(frame, numpy_runtime.numpy_function, [ConstVar(path), *args], kwargs)
 
 

@@ -85,6 +85,13 @@ _CHEAP = {
     aten._to_copy.default,
     aten.clone.default,
     aten.lift_fresh_copy.default,
+    # one index per line on a filled tensor (nll_loss's one-hot gradient): rebuilt from the labels
+    aten.scatter.value,
+    aten.scatter.src,
+    # row reductions whose result is their input's size: recomputing reads what saving would write
+    # (a language model's float32 log-softmax over the vocabulary, recomputed from bf16 logits)
+    aten._softmax.default,
+    aten._log_softmax.default,
 }
 
 

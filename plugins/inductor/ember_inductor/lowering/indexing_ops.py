@@ -152,6 +152,35 @@ def gather(x: ir.IRNode, dim: int, index: ir.IRNode, sparse_grad: bool = False) 
     return ir.Pointwise(index.get_size(), x.get_dtype(), inner)
 
 
+@register(aten.scatter.value, aten.scatter.src)
+def scatter(x: ir.IRNode, dim: int, index: ir.IRNode, value: Any) -> ir.IRNode:
+    """``x.scatter(dim, index, value)`` with one index per line along ``dim`` (nll_loss's gradient:
+    a one-hot row of -1 per target word) as a pointwise kernel: an element takes ``value`` where
+    its position along ``dim`` is the line's index, so it fuses with what reads it instead of a
+    filled buffer the size of the logits and aten's scatter into it. Other shapes: aten's."""
+    check_index_dtype(index)
+    size, isize = x.get_size(), index.get_size()
+    n = len(size)
+    dim = dim % max(n, 1)
+    if n == 0 or len(isize) != n or isize[dim] != 1 or any(isize[d] != size[d] for d in range(n) if d != dim):
+        raise NotLowerable("scatter with several indices per line, or an index smaller than the tensor")
+    dtype = x.get_dtype()
+    load_x, load_i = x.make_loader(), index.make_loader()
+    bound = checked_bound(size[dim], dim, load_i, isize, RuntimeError)
+    if isinstance(value, ir.IRNode):
+        load_v = value.make_loader()
+        new_value = lambda idx: ops.to_dtype(load_v([*idx[:dim], 0, *idx[dim + 1:]]), dtype)  # noqa: E731
+    else:
+        new_value = lambda idx: ops.constant(value, dtype)  # noqa: E731
+
+    def inner(idx: Sequence) -> Any:
+        line = [*idx[:dim], sympy.S.Zero, *idx[dim + 1:]]
+        target = ops.index_expr(ops.indirect_indexing(load_i(line), bound), torch.int64)
+        hit = ops.eq(ops.index_expr(idx[dim], torch.int64), target)
+        return ops.where(hit, new_value(idx), load_x(idx))
+    return ir.Pointwise(size, dtype, inner)
+
+
 @register(aten.index_select.default)
 def index_select(x: ir.IRNode, dim: int, index: ir.IRNode) -> ir.IRNode:
     check_index_dtype(index)

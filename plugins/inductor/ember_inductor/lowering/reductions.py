@@ -58,7 +58,7 @@ def _reduce_keepdim(x: ir.IRNode, dims: Sequence[int], reduction_type: str, src_
         if in_dtype != src_dtype:
             v = ops.to_dtype(v, src_dtype)
         return value_fn(v, full, ridx) if value_fn else v
-    split = split_point(out_size, rsize, reduction_type, ir.current_graph().device_type)
+    split = split_point(out_size, rsize, reduction_type, ir.current_graph().device_type, outer=n - 1 not in dims)
     if split is not None:
         return split_reduction(out_size, rsize, reduction_type, inner, out_dtype, src_dtype, *split)
     return ir.Reduction(out_size, rsize, reduction_type, inner, out_dtype, src_dtype)
@@ -69,12 +69,16 @@ SPLITTABLE = ("sum", "max", "min", "any", "all")
 #: A GPU reduction is split when it has fewer rows than this and rows this long or longer;
 #: its rows are then reduced in chunks of at least ``SPLIT_CHUNK`` elements.
 SPLIT_ROWS, SPLIT_LENGTH, SPLIT_CHUNK = 4096, 16384, 256
+#: The same for an outer reduction (the last dimension kept: a bias gradient's column sums), whose
+#: programs each take a block of up to 64 neighbouring columns: split below this many columns,
+#: from rows this long, into at most ``OUTER_PARTS`` partial results.
+OUTER_ROWS, OUTER_LENGTH, OUTER_PARTS = 16384, 2048, 65536
 #: Devices whose reductions are split (a CPU thread walks a row as fast whole).
 SPLIT_DEVICES = ("cuda",)
 
 
-def split_point(out_size: Sequence, rsize: Sequence, reduction_type: str, device_type: str
-                ) -> tuple[int, int] | None:
+def split_point(out_size: Sequence, rsize: Sequence, reduction_type: str, device_type: str,
+                outer: bool = False) -> tuple[int, int] | None:
     """Where to cut the rows of a reduction on ``device_type`` into chunks: ``(k, f)`` cuts
     before reduction dimension ``k`` and its size into ``f`` parts, so that a row is
     ``prod(rsize[:k]) * f`` chunks; None: not split.
@@ -85,13 +89,19 @@ def split_point(out_size: Sequence, rsize: Sequence, reduction_type: str, device
     a channels-last tensor each row is a strided column. Split, the chunks are the rows of a
     first reduction (up to ``SPLIT_ROWS`` of them, running over the channels fastest, which are
     consecutive in channels-last memory), and a second reduction combines them. A chunk is a
-    box of the reduced dimensions, so the indices stay linear. Static sizes only."""
+    box of the reduced dimensions, so the indices stay linear. Static sizes only.
+
+    ``outer``: the reduced dimensions are not the last one, so a program takes a block of columns
+    and walks down them (GPT-2's bias gradients: 768 columns of 8192 rows ran as 12 programs,
+    0.2 ms each on the H200, where a split reduction takes a few microseconds)."""
     if reduction_type not in SPLITTABLE or device_type not in SPLIT_DEVICES:
         return None
     if not all(sympy.sympify(e).is_Integer for e in [*out_size, *rsize]):
         return None
     rows, length = int(indexing.numel(out_size)), int(indexing.numel(rsize))
-    if rows >= SPLIT_ROWS or length < SPLIT_LENGTH:
+    max_rows, min_length, parts = (OUTER_ROWS, OUTER_LENGTH, OUTER_PARTS) if outer else (
+        SPLIT_ROWS, SPLIT_LENGTH, SPLIT_ROWS)
+    if rows >= max_rows or length < min_length:
         return None
     best, best_chunks = None, 1
     lead = 1
@@ -99,7 +109,7 @@ def split_point(out_size: Sequence, rsize: Sequence, reduction_type: str, device
         f = 1
         while f <= size:
             chunks = lead * f
-            if size % f == 0 and chunks > best_chunks and rows * chunks <= SPLIT_ROWS \
+            if size % f == 0 and chunks > best_chunks and rows * chunks <= parts \
                     and length // chunks >= SPLIT_CHUNK:
                 best, best_chunks = (k, f), chunks
             f *= 2
