@@ -92,8 +92,10 @@ def test_every_product_module_has_a_docstring():
 #: ranges and issue 47's padded matrix products (pad_matmul.py); to 32,600 for issue 45's silent wrong
 #: results found by the Dynamo behaviours (numpy arrays guarded on their elements when read, numpy
 #: constructor arguments, descriptors' __get__/__set__ inlined, comparisons of built objects); to
-#: 32,800 for issue 49's HTML compile report (report.py) and the registry sweep's capture classes.
-MAX_PRODUCT_LINES = 32_800
+#: 32,800 for issue 49's HTML compile report (report.py) and the registry sweep's capture classes;
+#: to 32,860 for issue 48's kernel base: two 720-line code generators became eight files of one idea
+#: each (their docstrings and imports cost about 100 lines; the shared half saved about 90).
+MAX_PRODUCT_LINES = 32_860
 MAX_FILE_LINES = 760
 
 
