@@ -48,6 +48,7 @@ def pad_matmuls(gm: torch.fx.GraphModule) -> int:
     """Rewrite ``gm`` (an aten graph whose nodes carry fake ``meta["val"]``) in place; the number
     of products padded."""
     done = 0
+    pads: dict[tuple[torch.fx.Node, tuple[int, ...]], torch.fx.Node] = {}
     for node in list(gm.graph.nodes):
         sizes = _sizes(node)
         if sizes is None:
@@ -56,8 +57,8 @@ def pad_matmuls(gm: torch.fx.GraphModule) -> int:
         a, b = node.args[:2]
         mode = a.meta["val"].fake_mode
         with gm.graph.inserting_before(node), mode:
-            a2 = _pad(gm.graph, a, [0, _padded(k) - k, 0, _padded(m) - m])
-            b2 = _pad(gm.graph, b, [0, _padded(n) - n, 0, _padded(k) - k])
+            a2 = _pad(gm.graph, a, [0, _padded(k) - k, 0, _padded(m) - m], pads)
+            b2 = _pad(gm.graph, b, [0, _padded(n) - n, 0, _padded(k) - k], pads)
             product = _call(gm.graph, aten.mm.default, (a2, b2))
             rows = _call(gm.graph, aten.slice.Tensor, (product, 0, 0, m)) if _padded(m) != m else product
             out = _call(gm.graph, aten.slice.Tensor, (rows, 1, 0, n)) if _padded(n) != n else rows
@@ -70,10 +71,22 @@ def pad_matmuls(gm: torch.fx.GraphModule) -> int:
     return done
 
 
-def _pad(graph: torch.fx.Graph, value: torch.fx.Node, pads: list[int]) -> torch.fx.Node:
+def _pad(graph: torch.fx.Graph, value: torch.fx.Node, pads: list[int],
+         made: dict[tuple[torch.fx.Node, tuple[int, ...]], torch.fx.Node]) -> torch.fx.Node:
+    """``value`` padded (``constant_pad_nd``'s order: last dimension first); a transpose is padded
+    through (its operand padded, then transposed), and one pad serves every product that asks for
+    it: the logits' gradient feeds the gradients of both the hidden states and the weight, as
+    itself and as its transpose, so both read one padded buffer (column-major for the second)."""
     if not any(pads):
         return value
-    return _call(graph, aten.constant_pad_nd.default, (value, pads, 0.0))
+    if value.op == "call_function" and (value.target is aten.t.default or (
+            value.target is aten.permute.default and list(value.args[1]) == [1, 0])):
+        inner = _pad(graph, value.args[0], [pads[2], pads[3], pads[0], pads[1]], made)
+        return _call(graph, aten.permute.default, (inner, [1, 0]))
+    key = (value, tuple(pads))
+    if key not in made:
+        made[key] = _call(graph, aten.constant_pad_nd.default, (value, pads, 0.0))
+    return made[key]
 
 
 def _call(graph: torch.fx.Graph, target: torch._ops.OpOverload, args: tuple) -> torch.fx.Node:
