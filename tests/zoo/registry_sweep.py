@@ -51,7 +51,7 @@ def run_case(mapping: str, model_type: str, mode: str) -> dict[str, Any]:
 
     from registry import first_line, registry_models
     from zoo_harness import assert_same, run_eager, run_ember, run_torch_compile, shortfall
-    from zoo_models import build
+    from zoo_models import build, inputs
 
     row: dict[str, Any] = {"mapping": mapping, "model_type": model_type, "mode": mode}
     arch = next(a for a in registry_models([mapping]) if a.model_type == model_type)
@@ -60,6 +60,7 @@ def run_case(mapping: str, model_type: str, mode: str) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         build(zoo, mode)
+        inputs(zoo, mode)  # audio: the model's feature extractor
     except Exception as exc:  # noqa: BLE001 - the row says why
         row["build_error"] = first_line(exc)
         return row
