@@ -198,8 +198,8 @@ def build_arch(arch: Arch) -> torch.nn.Module:
     config = shrink_config(config_class, num_labels=3 if arch.kind == "vision" else 2)
     if arch.kind == "decoder" and hasattr(config, "is_decoder"):
         config.is_decoder = True  # as AutoModelForCausalLM's users of encoder architectures set it
-    if arch.kind == "ctc" and getattr(config, "vocab_size", 0) is None:
-        config.vocab_size = VOCAB  # a CTC head's tokens: users set it from their tokenizer
+    if arch.kind != "vision" and getattr(config, "vocab_size", 0) is None:
+        config.vocab_size = VOCAB  # None: users set it from their tokenizer (ESM, a CTC head's tokens)
     return model_class(config)
 
 

@@ -297,11 +297,17 @@ def report(rows: list[dict[str, Any]], command: str, started: str, seconds: floa
         "",
         "Each architecture of the mappings is built from its own config class by the one generic shrinker of "
         "`tests/zoo/registry.py` (hidden 32, 2 layers, 4 heads / 2 kv heads, intermediate 37, vocab 99, "
-        "64 positions, 32x32 images of 8x8 patches, every dropout 0, random weights, no downloads) and called as "
+        "64 positions, 32x32 images of 8x8 patches, conv feature encoders of 32 channels, every dropout and "
+        "SpecAugment masking probability 0, random weights, no downloads) and called as "
         "the hand-picked zoo calls its models (`tests/zoo/zoo_harness.py`, docs/zoo.md): **eval** under "
-        "`no_grad` with ember's `eager` backend, **train** (`loss.backward()`) with `aot_eager`, **generate** "
-        "with a compiled forward. torch.compile's graphs and breaks are counted on the same call with a "
-        "counting backend. \"matches\" compares outputs and gradients (None-ness too) with eager's. A model "
+        "`no_grad` with an attention mask and ember's `eager` backend, **train** (labels and `loss.backward()`) "
+        "with `aot_eager`, **generate** with a compiled forward. Text models get a padded batch of token ids "
+        "(encoder-decoders `decoder_input_ids` in eval, `labels` in train); audio models two random clips "
+        "(1 s and 0.75 s) through their own model type's feature extractor, padded as it pads, with a class "
+        "per clip (audio classification) or 5 tokens per clip (CTC) as labels. torch.compile's graphs and "
+        "breaks are counted on the same call with a counting backend. \"matches\" compares outputs and "
+        "gradients (None-ness too) with eager's. The \"inductor\" column (where run, `--inductor`): the same "
+        "call through ember's `inductor` backend (C++ kernels, strict), compared with eager's. A model "
         "whose own eager call fails is listed as such and not counted against ember. Each case ran in a "
         "worker subprocess with a timeout.",
         "",
