@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from zoo_models import VOCAB, ZooModel
+from zoo_models import inputs as zoo_inputs
 
 # mapping short name -> (transformers' name of the mapping, the zoo kind its models are called as)
 MAPPINGS: dict[str, tuple[str, str]] = {
@@ -53,7 +54,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
                      "ffn_hidden_size", "hidden_dim", "inner_hidden_size", "mlp_dim", "dense_intermediate_size"),
     # experts' sizes: grouped matmuls want rows of 16 bytes
     "expert_intermediate": ("moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size"),
-    "vocab": ("vocab_size",),
+    "vocab": ("vocab_size", "decoder_vocab_size", "src_vocab_size", "tgt_vocab_size"),
     "positions": ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_sequence_length",
                   "seq_length", "max_seq_length"),
     "image": ("image_size", "img_size"),
@@ -183,9 +184,24 @@ class Arch:
 
     @property
     def zoo(self) -> ZooModel:
-        audio = self.kind in ("audio", "ctc")
-        return ZooModel(self.name, self.kind, functools.partial(build_arch, self),
-                        functools.partial(audio_inputs, self) if audio else None)
+        make_inputs = None
+        if self.kind in ("audio", "ctc"):
+            make_inputs = functools.partial(audio_inputs, self)
+        elif self.kind == "encoder-decoder" and not _is_encoder_decoder(self.config_class):
+            # a decoder-only model of the seq2seq mapping (audio LMs called with text only): a
+            # decoder's inputs, labels the input ids
+            make_inputs = functools.partial(zoo_inputs, ZooModel(self.name, "decoder", lambda: None))
+        return ZooModel(self.name, self.kind, functools.partial(build_arch, self), make_inputs)
+
+
+@functools.cache
+def _is_encoder_decoder(config_class: str | None) -> bool:
+    import transformers
+
+    try:
+        return bool(getattr(transformers, config_class)().is_encoder_decoder)
+    except Exception:  # noqa: BLE001 - no such config: building says why
+        return True
 
 
 def build_arch(arch: Arch) -> torch.nn.Module:
