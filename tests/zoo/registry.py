@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from zoo_models import VOCAB, ZooModel
+from zoo_models import inputs as zoo_inputs
 
 # mapping short name -> (transformers' name of the mapping, the zoo kind its models are called as)
 MAPPINGS: dict[str, tuple[str, str]] = {
@@ -25,6 +26,8 @@ MAPPINGS: dict[str, tuple[str, str]] = {
     "sequence_classification": ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES", "encoder"),
     "seq2seq_lm": ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "encoder-decoder"),
     "image_classification": ("MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "vision"),
+    "audio_classification": ("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "audio"),
+    "ctc": ("MODEL_FOR_CTC_MAPPING_NAMES", "ctc"),
 }
 
 HIDDEN, HEADS, KV_HEADS, INTERMEDIATE, LAYERS, POSITIONS = 32, 4, 2, 37, 2, 64
@@ -37,7 +40,8 @@ EXPERTS, EXPERTS_PER_TOKEN = 4, 2
 ALIASES: dict[str, tuple[str, ...]] = {
     "hidden": ("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "word_embed_proj_dim", "embedding_size",
                "n_embed", "model_dim", "emb_dim", "embedding_dim", "projection_dim", "hidden_dim_size",
-               "text_embed_dim", "vision_embed_dim", "encoder_hidden_size", "decoder_hidden_size"),
+               "text_embed_dim", "vision_embed_dim", "encoder_hidden_size", "decoder_hidden_size",
+               "classifier_proj_size", "output_hidden_size"),
     "layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
                "num_decoder_layers", "num_encoder_layers", "depth", "num_blocks"),
     "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
@@ -50,7 +54,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
                      "ffn_hidden_size", "hidden_dim", "inner_hidden_size", "mlp_dim", "dense_intermediate_size"),
     # experts' sizes: grouped matmuls want rows of 16 bytes
     "expert_intermediate": ("moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size"),
-    "vocab": ("vocab_size",),
+    "vocab": ("vocab_size", "decoder_vocab_size", "src_vocab_size", "tgt_vocab_size"),
     "positions": ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_sequence_length",
                   "seq_length", "max_seq_length"),
     "image": ("image_size", "img_size"),
@@ -60,9 +64,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "experts_per_token": ("num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_k"),
     "small_rank": ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim"),
     "stage_depths": ("depths",),
-    "stage_sizes": ("hidden_sizes", "embed_dims", "dims", "widths", "neck_hidden_sizes"),
+    "stage_sizes": ("hidden_sizes", "embed_dims", "dims", "widths", "neck_hidden_sizes",
+                    "conv_dim", "tdnn_dim"),  # audio: the waveform's conv feature encoder, x-vector's TDNN
     "stage_heads": ("num_heads",),
-    "window": ("window_size", "sliding_window", "attention_window"),
+    "window": ("window_size", "sliding_window", "attention_window", "context_size"),
 }
 SCALAR = {"hidden": HIDDEN, "layers": LAYERS, "heads": HEADS, "kv_heads": KV_HEADS, "head_dim": HIDDEN // HEADS,
           "intermediate": INTERMEDIATE, "expert_intermediate": 40, "vocab": VOCAB, "positions": POSITIONS, "image": IMAGE, "patch": PATCH,
@@ -77,6 +82,12 @@ NAME_OF = {name: rule for rule, names in ALIASES.items() for name in names}
 _KEEP = {"id2label", "label2id", "transformers_version", "architectures", "_name_or_path", "model_type"}
 # derived from the sizes by ``__init__`` when left out: backbone stage bookkeeping
 _DERIVED = {"out_features", "out_indices", "stage_names"}
+
+
+def _random(key: str) -> bool:
+    """A probability of something random in training: dropout, layer drop, drop path, and
+    SpecAugment's masking of audio frames and features (``mask_time_prob``...)."""
+    return "drop" in key or (key.startswith("mask_") and key.endswith("_prob"))
 
 
 def _layer_count(d: dict) -> int | None:
@@ -102,7 +113,7 @@ def shrink_dict(d: dict, num_labels: int | None) -> dict:
             out[key] = SCALAR[rule]
         elif isinstance(value, dict) and ("model_type" in value or key.endswith("_config")):
             out[key] = shrink_dict(value, None)
-        elif "drop" in key and isinstance(value, float):
+        elif _random(key) and isinstance(value, float):
             out[key] = 0.0
         elif rule in SCALAR and isinstance(value, int) and not isinstance(value, bool) and value > 0:
             out[key] = min(value, SCALAR[rule]) if rule in ("experts_per_token", "window", "channels") else SCALAR[rule]
@@ -148,7 +159,7 @@ def _zero_dropouts(config: Any, seen: set[int] | None = None) -> None:
         return
     seen.add(id(config))
     for key, value in list(vars(config).items()):
-        if "drop" in key and isinstance(value, float):
+        if _random(key) and isinstance(value, float):
             setattr(config, key, 0.0)
         elif hasattr(value, "to_dict") and hasattr(value, "model_type"):
             _zero_dropouts(value, seen)
@@ -173,7 +184,24 @@ class Arch:
 
     @property
     def zoo(self) -> ZooModel:
-        return ZooModel(self.name, self.kind, functools.partial(build_arch, self))
+        make_inputs = None
+        if self.kind in ("audio", "ctc"):
+            make_inputs = functools.partial(audio_inputs, self)
+        elif self.kind == "encoder-decoder" and not _is_encoder_decoder(self.config_class):
+            # a decoder-only model of the seq2seq mapping (audio LMs called with text only): a
+            # decoder's inputs, labels the input ids
+            make_inputs = functools.partial(zoo_inputs, ZooModel(self.name, "decoder", lambda: None))
+        return ZooModel(self.name, self.kind, functools.partial(build_arch, self), make_inputs)
+
+
+@functools.cache
+def _is_encoder_decoder(config_class: str | None) -> bool:
+    import transformers
+
+    try:
+        return bool(getattr(transformers, config_class)().is_encoder_decoder)
+    except Exception:  # noqa: BLE001 - no such config: building says why
+        return True
 
 
 def build_arch(arch: Arch) -> torch.nn.Module:
@@ -186,7 +214,54 @@ def build_arch(arch: Arch) -> torch.nn.Module:
     config = shrink_config(config_class, num_labels=3 if arch.kind == "vision" else 2)
     if arch.kind == "decoder" and hasattr(config, "is_decoder"):
         config.is_decoder = True  # as AutoModelForCausalLM's users of encoder architectures set it
+    if arch.kind != "vision" and getattr(config, "vocab_size", 0) is None:
+        config.vocab_size = VOCAB  # None: users set it from their tokenizer (ESM, a CTC head's tokens)
     return model_class(config)
+
+
+AUDIO_SECONDS = (1.0, 0.75)  # a batch of two clips, the second padded (attention mask 0 over its end)
+CTC_LABELS = 5  # tokens of each clip's transcript (the second's last 2 padded with -100)
+
+
+def audio_inputs(arch: Arch, mode: str) -> dict[str, Any]:
+    """What a user passes an audio model: two random clips through the model type's own
+    feature extractor (FEATURE_EXTRACTOR_MAPPING_NAMES, from its defaults and the shrunk config's
+    values of the same names: ``num_mel_bins``, ``max_length``...), padded, with the attention
+    mask where the model's forward takes one; ``labels`` for training (a class per clip, or a
+    transcript's tokens per clip for CTC)."""
+    import inspect
+
+    import transformers
+    from transformers.models.auto import feature_extraction_auto
+
+    name = feature_extraction_auto.FEATURE_EXTRACTOR_MAPPING_NAMES.get(arch.model_type)
+    if name is None:
+        raise LookupError(f"no feature extractor for {arch.model_type!r} in FEATURE_EXTRACTOR_MAPPING_NAMES")
+    fe_class = getattr(transformers, name)
+    config = shrink_config(getattr(transformers, arch.config_class), num_labels=2)
+    takes = inspect.signature(fe_class.__init__).parameters
+    fe = fe_class(**{k: v for k, v in config.to_dict().items() if k in takes and k not in ("self", "kwargs")
+                     and isinstance(v, (int, float)) and not isinstance(v, bool)})
+    rate = getattr(fe, "sampling_rate", 16000)
+    g = torch.Generator().manual_seed(1)
+    clips = [torch.randn(int(rate * s), generator=g).mul(0.1).numpy() for s in AUDIO_SECONDS]
+    # padded as the extractor pads by default ("max_length": Whisper's 30 s), else to the longer clip
+    padding = inspect.signature(fe_class.__call__).parameters.get("padding")
+    padding = padding.default if padding is not None and isinstance(padding.default, str) else "longest"
+    features = fe(clips, sampling_rate=rate, padding=padding, return_attention_mask=True, return_tensors="pt")
+    forward = inspect.signature(getattr(transformers, arch.model_class).forward).parameters
+    batch = {k: v for k, v in features.items() if k in forward}
+    main = getattr(getattr(transformers, arch.model_class), "main_input_name", "input_values")
+    if main not in batch:
+        raise TypeError(f"{name} gives {sorted(features)}, {arch.model_class} takes {main!r}")
+    if mode == "train":
+        if arch.kind == "ctc":
+            labels = torch.randint(3, getattr(config, "vocab_size", None) or 32, (len(clips), CTC_LABELS), generator=g)
+            labels[1, CTC_LABELS - 2:] = -100
+            batch["labels"] = labels
+        else:
+            batch["labels"] = torch.tensor([0, 1])
+    return batch
 
 
 def registry_models(mappings: list[str] | None = None) -> list[Arch]:

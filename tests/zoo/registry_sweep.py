@@ -3,13 +3,17 @@ built tiny by one generic shrinker and called as the zoo calls its models, throu
 through torch.compile (a counting backend), compared with eager.
 
     python -m tests.zoo.registry_sweep [--mappings causal_lm sequence_classification ...]
-        [--modes eval train generate] [--limit N] [--timeout S] [--out docs/registry_sweep.md]
+        [--modes eval train generate] [--limit N] [--timeout S] [--out docs/registry_sweep.md] [--inductor]
 
 Each case (architecture, mode) runs in a worker subprocess with a timeout: a hang or a crash of
 the process costs that case only (the worker is killed and a fresh one takes the next case).
 A worker runs several cases in a row (``--cases-per-worker``; 1: a fresh process per case) to
 spare the imports. Results go to a JSON-lines file as they come (``--jsonl``; ``--resume``
 skips the cases already there) and the Markdown report is rewritten after every case.
+
+``--inductor`` also runs each case through ember's ``inductor`` backend (C++ kernels on the CPU,
+strict: a graph it cannot compile is an error) and compares its outputs and gradients with
+eager's: the table's "inductor" column (ok, WRONG, crash, fallback; "-": not run).
 
 Not run in CI (it takes an hour or more on 2 cores): tests/zoo/test_registry_sweep.py is CI's
 fixed share of it."""
@@ -45,13 +49,14 @@ def _where(exc: BaseException) -> str:
     return "" if f is None else f"{os.path.relpath(f.filename, ROOT) if f.filename.startswith(ROOT) else os.path.basename(f.filename)}:{f.lineno}"
 
 
-def run_case(mapping: str, model_type: str, mode: str) -> dict[str, Any]:
-    """One (architecture, mode): built?, eager?, ember's capture and result, torch.compile's capture."""
+def run_case(mapping: str, model_type: str, mode: str, inductor: bool = False) -> dict[str, Any]:
+    """One (architecture, mode): built?, eager?, ember's capture and result, torch.compile's capture;
+    ``inductor``: also ember's ``inductor`` backend (C++ kernels), its result against eager's."""
     import torch
 
     from registry import first_line, registry_models
     from zoo_harness import assert_same, run_eager, run_ember, run_torch_compile, shortfall
-    from zoo_models import build
+    from zoo_models import build, inputs
 
     row: dict[str, Any] = {"mapping": mapping, "model_type": model_type, "mode": mode}
     arch = next(a for a in registry_models([mapping]) if a.model_type == model_type)
@@ -60,6 +65,7 @@ def run_case(mapping: str, model_type: str, mode: str) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         build(zoo, mode)
+        inputs(zoo, mode)  # audio: the model's feature extractor
     except Exception as exc:  # noqa: BLE001 - the row says why
         row["build_error"] = first_line(exc)
         return row
@@ -87,6 +93,8 @@ def run_case(mapping: str, model_type: str, mode: str) -> dict[str, Any]:
         except AssertionError as exc:
             row["matches"] = False
             row["mismatch"] = " ".join(str(exc).split())[:300]
+    if inductor:
+        row.update(run_inductor(zoo, mode, expected))
     start = time.perf_counter()
     try:
         theirs = run_torch_compile(zoo, mode)
@@ -104,6 +112,40 @@ def run_case(mapping: str, model_type: str, mode: str) -> dict[str, Any]:
     return row
 
 
+def run_inductor(zoo: Any, mode: str, expected: Any) -> dict[str, Any]:
+    """The case through ``backend="inductor"`` (strict: a graph the inductor cannot compile is an
+    error, not a silent run of its aten graph): ``inductor_matches`` eager (outputs and gradients),
+    ``inductor_fallback`` (of capture), or ``inductor_error``."""
+    import torch
+
+    from registry import first_line
+    from zoo_harness import assert_same, run_eager, run_ember
+
+    out: dict[str, Any] = {}
+    start = time.perf_counter()
+    old = os.environ.get("EMBER_INDUCTOR_STRICT")
+    os.environ["EMBER_INDUCTOR_STRICT"] = "1"
+    try:
+        got = run_ember(zoo, mode, backend="inductor")
+    except Exception as exc:  # noqa: BLE001 - a crash of ember's inductor
+        out.update(inductor_error=first_line(exc), inductor_error_at=_where(exc))
+        got = None
+    finally:
+        if old is None:
+            del os.environ["EMBER_INDUCTOR_STRICT"]
+        else:
+            os.environ["EMBER_INDUCTOR_STRICT"] = old
+    if got is not None:
+        out.update(inductor_graphs=got.capture.graphs, inductor_fallback=got.capture.fallback)
+        try:
+            assert_same(got, expected, mode, functools.cache(lambda: run_eager(zoo, mode, "cpu", torch.float64)))
+            out["inductor_matches"] = True
+        except AssertionError as exc:
+            out.update(inductor_matches=False, inductor_mismatch=" ".join(str(exc).split())[:300])
+    out["inductor_s"] = round(time.perf_counter() - start, 1)
+    return out
+
+
 def worker() -> None:
     """Cases from stdin (one JSON list [mapping, model_type, mode] a line), a result line each."""
     import torch
@@ -114,9 +156,9 @@ def worker() -> None:
 
     logging.disable(logging.WARNING)
     for line in sys.stdin:
-        mapping, model_type, mode = json.loads(line)
+        mapping, model_type, mode, *options = json.loads(line)
         try:
-            row = run_case(mapping, model_type, mode)
+            row = run_case(mapping, model_type, mode, **(options[0] if options else {}))
         except BaseException as exc:  # noqa: BLE001 - the harness itself failed on this case
             row = {"mapping": mapping, "model_type": model_type, "mode": mode, "harness_error": f"{type(exc).__name__}: {exc}"[:300]}
         sys.stdout.write(MARK + json.dumps(row) + "\n")
@@ -207,6 +249,41 @@ def totals(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     ]
 
 
+def inductor_status(row: dict[str, Any]) -> str:
+    """The ``inductor`` column: "-" (not run), ok, WRONG, crash or fallback (of capture)."""
+    if "inductor_s" not in row:
+        return "-"
+    if row.get("inductor_error"):
+        return "crash"
+    if row.get("inductor_matches") is False:
+        return "WRONG"
+    return "fallback" if row.get("inductor_fallback") else "ok"
+
+
+def inductor_totals(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    ran = [r for r in rows if "inductor_s" in r]
+    return [
+        ("inductor: cases run", len(ran)),
+        ("inductor: matches eager, no eager fallback", sum(inductor_status(r) == "ok" for r in ran)),
+        ("inductor: eager fallback (of capture)", sum(inductor_status(r) == "fallback" for r in ran)),
+        ("inductor: WRONG result (differs from eager)", sum(inductor_status(r) == "WRONG" for r in ran)),
+        ("inductor: crash (exception from ember's compile or run, strict)", sum(inductor_status(r) == "crash"
+                                                                               for r in ran)),
+    ]
+
+
+def totals_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Totals per mapping (a column each, in the rows' order) and of all of them."""
+    mappings = list(dict.fromkeys(r["mapping"] for r in rows))
+    groups = [[r for r in rows if r["mapping"] == m] for m in mappings] + [rows]
+    inductor = any("inductor_s" in r for r in rows)
+    cols = [totals(g) + (inductor_totals(g) if inductor else []) for g in groups]
+    lines = ["| | " + " | ".join(mappings + ["all"]) + " |", "|---" * (len(groups) + 1) + "|"]
+    for i, (name, _) in enumerate(cols[-1]):
+        lines.append(f"| {name} | " + " | ".join(str(c[i][1]) for c in cols[:-1]) + f" | **{cols[-1][i][1]}** |")
+    return lines
+
+
 def report(rows: list[dict[str, Any]], command: str, started: str, seconds: float, done: bool,
            pending: int = 0) -> str:
     import torch
@@ -220,27 +297,31 @@ def report(rows: list[dict[str, Any]], command: str, started: str, seconds: floa
         "",
         "Each architecture of the mappings is built from its own config class by the one generic shrinker of "
         "`tests/zoo/registry.py` (hidden 32, 2 layers, 4 heads / 2 kv heads, intermediate 37, vocab 99, "
-        "64 positions, 32x32 images of 8x8 patches, every dropout 0, random weights, no downloads) and called as "
+        "64 positions, 32x32 images of 8x8 patches, conv feature encoders of 32 channels, every dropout and "
+        "SpecAugment masking probability 0, random weights, no downloads) and called as "
         "the hand-picked zoo calls its models (`tests/zoo/zoo_harness.py`, docs/zoo.md): **eval** under "
-        "`no_grad` with ember's `eager` backend, **train** (`loss.backward()`) with `aot_eager`, **generate** "
-        "with a compiled forward. torch.compile's graphs and breaks are counted on the same call with a "
-        "counting backend. \"matches\" compares outputs and gradients (None-ness too) with eager's. A model "
+        "`no_grad` with an attention mask and ember's `eager` backend, **train** (labels and `loss.backward()`) "
+        "with `aot_eager`, **generate** with a compiled forward. Text models get a padded batch of token ids "
+        "(encoder-decoders `decoder_input_ids` in eval, `labels` in train); audio models two random clips "
+        "(1 s and 0.75 s) through their own model type's feature extractor, padded as it pads, with a class "
+        "per clip (audio classification) or 5 tokens per clip (CTC) as labels. torch.compile's graphs and "
+        "breaks are counted on the same call with a counting backend. \"matches\" compares outputs and "
+        "gradients (None-ness too) with eager's. The \"inductor\" column (where run, `--inductor`): the same "
+        "call through ember's `inductor` backend (C++ kernels, strict), compared with eager's. A model "
         "whose own eager call fails is listed as such and not counted against ember. Each case ran in a "
         "worker subprocess with a timeout.",
         "",
         "## Totals",
         "",
-        "| | cases |",
-        "|---|---|",
     ]
-    lines += [f"| {name} | {n} |" for name, n in totals(rows)]
+    lines += totals_table(rows)
     if pending:
         lines.append(f"| cases of the command not run (the sweep was stopped; `--resume` runs them) | {pending} |")
     lines += ["", "## Cases", "",
               "| mapping | architecture | mode | status | ember graphs | ember breaks | ember fallback | "
-              "torch.compile graphs | torch.compile breaks | matches eager | ember's first break / fallback "
-              "reason, or why not run |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "torch.compile graphs | torch.compile breaks | matches eager | inductor | ember's first break / "
+              "fallback reason, or why not run |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         st = status(r)
         why = (r.get("build_error") or r.get("eager_error") or (r.get("timeout") and f"timeout after {r['timeout']} s")
@@ -249,12 +330,17 @@ def report(rows: list[dict[str, Any]], command: str, started: str, seconds: floa
                or r.get("mismatch") or r.get("shortfall") or r.get("ember_reason") or "")
         if r.get("tc_error"):
             why = f"{why}; torch.compile raised {r['tc_error']}" if why else f"torch.compile raised {r['tc_error']}"
+        bad = (r.get("inductor_error") and f"inductor raised {r['inductor_error']} at {r.get('inductor_error_at')}") \
+            or (r.get("inductor_matches") is False and f"inductor: {r.get('inductor_mismatch')}")
+        if bad:
+            why = f"{why}; {bad}" if why else bad
         ran = "ember_graphs" in r
         lines.append(
             f"| {r['mapping']} | {r['model_type']} | {r['mode']} | {st} | "
             f"{r.get('ember_graphs', '-')} | {r.get('ember_breaks', '-')} | "
             f"{('yes' if r.get('ember_fallback') else 'no') if ran else '-'} | {r.get('tc_graphs', '-')} | "
-            f"{r.get('tc_breaks', '-')} | {('yes' if r.get('matches') else 'NO') if ran else '-'} | {_cell(why)} |")
+            f"{r.get('tc_breaks', '-')} | {('yes' if r.get('matches') else 'NO') if ran else '-'} | "
+            f"{inductor_status(r)} | {_cell(why)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -272,6 +358,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--jsonl", default=os.path.join("/tmp", "registry_sweep.jsonl"))
     parser.add_argument("--resume", action="store_true", help="keep the rows of --jsonl, run the others")
     parser.add_argument("--report-only", action="store_true", help="rewrite --out from --jsonl")
+    parser.add_argument("--inductor", action="store_true",
+                        help="also run each case through ember's inductor backend (C++ kernels), strict; "
+                             "with --resume, kept rows without an inductor run are run again")
     parser.add_argument("--seconds-before", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     command = "python -m tests.zoo.registry_sweep " + " ".join(argv)
@@ -304,6 +393,10 @@ def main(argv: list[str]) -> None:
         write(True)
         return
     work: Worker | None = None
+    if args.inductor:  # rows that ran eagerly but not through the inductor: run again
+        for key in [k for k, r in done.items() if "inductor_s" not in r and not r.get("build_error")
+                    and not r.get("eager_error")]:
+            del done[key]
     for i, case in enumerate(cases):
         if tuple(case) in done:
             continue
@@ -312,7 +405,7 @@ def main(argv: list[str]) -> None:
                 work.stop()
             work = Worker()
         start = time.perf_counter()
-        got = work.ask(case, args.timeout)
+        got = work.ask(case + ([{"inductor": True}] if args.inductor else []), args.timeout)
         if isinstance(got, str):
             work.stop()
             work = None
@@ -322,7 +415,8 @@ def main(argv: list[str]) -> None:
         done[tuple(case)] = got
         with open(args.jsonl, "a") as f:
             f.write(json.dumps(got) + "\n")
-        print(f"[{i + 1}/{len(cases)}] {'/'.join(case)}: {status(got)} ({got['seconds']} s) "
+        print(f"[{i + 1}/{len(cases)}] {'/'.join(case)}: {status(got)}"
+              f"{'' if not args.inductor else ', inductor ' + inductor_status(got)} ({got['seconds']} s) "
               f"{got.get('shortfall') or got.get('ember_error') or got.get('mismatch') or ''}"[:220], flush=True)
         write(False)
     if work is not None:

@@ -15,8 +15,12 @@ BATCH, SEQ, PAD = 2, 8, 3  # the second row of every text batch has PAD padding 
 @dataclasses.dataclass(frozen=True)
 class ZooModel:
     name: str
-    kind: str  # "encoder", "decoder", "encoder-decoder", "vision" or "masked-lm" (an encoder with token labels)
+    kind: str  # "encoder", "decoder", "encoder-decoder", "vision", "masked-lm" (an encoder with token labels),
+    # "audio" (clip labels) or "ctc" (token labels over the frames)
     build: Callable[[], torch.nn.Module]
+    # the model's own inputs for a mode, where its kind's defaults do not fit (audio: from the
+    # model's feature extractor, registry.py)
+    make_inputs: Callable[[str], dict[str, Any]] | None = None
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -118,6 +122,8 @@ def _text_batch(left_padding: bool) -> tuple[torch.Tensor, torch.Tensor]:
 
 def inputs(model: ZooModel, mode: str) -> dict[str, Any]:
     """The keyword arguments a user passes for ``mode`` ("eval", "train" or "generate")."""
+    if model.make_inputs is not None:
+        return model.make_inputs(mode)
     g = torch.Generator().manual_seed(1)
     if model.kind == "vision":
         batch: dict[str, Any] = {"pixel_values": torch.randn(BATCH, 3, 32, 32, generator=g)}
