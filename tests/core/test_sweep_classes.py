@@ -228,3 +228,36 @@ def test_a_graph_that_only_switches_grad_mode_is_not_compiled():
     counting = CountingBackend()
     torch.testing.assert_close(ember.compile(f, backend=counting)(_x(3)), f(_x(3)))
     assert counting.count <= torch_compile_graph_count(f, _x(3)), [g.code for g in counting.graphs]
+
+
+def test_a_relative_import_of_a_loaded_module_is_captured(tmp_path, monkeypatch):
+    """transformers' ``from ..modeling_utils import PreTrainedModel`` inside a function (wav2vec2's
+    output hooks): the whole wav2vec2 family fell back to eager on it."""
+    import importlib
+    import sys
+
+    pkg = tmp_path / "relpkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("class Base:\n    pass\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "hooks.py").write_text(
+        "def install(x):\n    from ..base import Base\n    return x.sin() * (3 if isinstance(x, Base) else 2)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("relpkg.base")
+    install = importlib.import_module("relpkg.sub.hooks").install
+    try:
+        assert_captured_like_torch(lambda x: install(x + 1) + 1, lambda: (torch.ones(3),))
+    finally:
+        for name in [m for m in sys.modules if m.startswith("relpkg")]:
+            del sys.modules[name]
+
+
+def test_and_of_an_expanded_mask_is_not_a_write():
+    """``a & a.transpose(1, 2)`` of an expanded mask (parakeet's attention mask) was taken for an
+    in-place write into overlapping memory (``operator.and_`` ends in an underscore)."""
+    def f(mask, h):
+        a = mask.unsqueeze(1).expand(-1, h.shape[1], -1)
+        return h * (a & a.transpose(1, 2))
+
+    assert_captured_like_torch(f, lambda: (torch.tensor([[True, True, False]]), torch.ones(1, 3, 3)))

@@ -712,17 +712,26 @@ class Frame:
         self.push(value)
 
     def IMPORT_NAME(self, ins: Instr) -> None:
-        """``import x.y``: allowed for modules already loaded (importing them again does nothing)."""
+        """``import x.y`` and ``from ..x import y``: allowed for modules already loaded (importing
+        them again does nothing); a relative name is resolved against the function's package."""
+        import importlib.util
         import sys
 
         fromlist = self.pop()
         level = self.pop()
         name = ins.argval
+        depth = level.value if isinstance(level, ConstVar) and isinstance(level.value, int) else 0
+        if depth:
+            package = self.globals.get("__package__") or self.globals.get("__name__", "").rpartition(".")[0]
+            try:
+                name = importlib.util.resolve_name("." * depth + name, package)
+            except (ImportError, ValueError):
+                self.fail(f"relative import of {ins.argval!r} outside a package")
         module = sys.modules.get(name)
-        if module is None or (isinstance(level, ConstVar) and level.value):
-            self.fail(f"import of {name!r} inside the captured function (not loaded yet, or relative)")
+        if module is None:
+            self.fail(f"import of {name!r} inside the captured function (not loaded yet)")
         has_fromlist = isinstance(fromlist, ConstVar) and fromlist.value
-        self.push(ConstVar(module if has_fromlist else sys.modules[name.partition(".")[0]]))
+        self.push(ConstVar(module if has_fromlist or depth else sys.modules[name.partition(".")[0]]))
 
     def IMPORT_FROM(self, ins: Instr) -> None:
         self.push(load_attr(self, self.stack[-1], ins.argval))

@@ -292,13 +292,18 @@ _INPLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.i
                       operator.ixor, operator.ilshift, operator.irshift, operator.imatmul}
 
 
+#: ``operator`` functions whose names end in "_" only to avoid a keyword: not in place
+_OUT_OF_PLACE_OPERATORS = {operator.and_, operator.or_, operator.not_, operator.is_}
+
+
 def _looks_inplace(kind: str, target: Any, kwargs: dict[str, Var]) -> bool:
     """In-place by name or keyword, for tensors whose version counter cannot be read."""
     if kind == "call_method":
         return target.endswith("_") and not target.endswith("__")
     name = getattr(target, "__name__", "")
     inplace = kwargs.get("inplace")
-    return (target in _INPLACE_OPERATORS or (name.endswith("_") and not name.endswith("__"))
+    return (target in _INPLACE_OPERATORS or (name.endswith("_") and not name.endswith("__")
+                                             and target not in _OUT_OF_PLACE_OPERATORS)
             or "out" in kwargs or (isinstance(inplace, ConstVar) and inplace.value is True))
 
 
