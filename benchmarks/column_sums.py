@@ -1,5 +1,5 @@
 """Column sums of a [2048, N] float32 matrix on the GPU: hand-written Triton tiles against
-torch.compile, ember and eager, the figures behind ``KernelShape.outer_reduction`` and the
+torch.compile, ember and eager, the figures behind ``TritonKernel.outer_reduction`` and the
 cold-cache autotuning of ``TritonLauncher._time``.
 
     python benchmarks/column_sums.py [--warm]

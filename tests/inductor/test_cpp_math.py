@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from ember_inductor import cache
-from ember_inductor.codegen.cpp_ops import _BINARY, _UNARY
+from ember_inductor.codegen.cpp import _BINARY, _UNARY
 from ember_inductor.codegen.cpp_prelude import prelude
 
 _NOT_FLOAT = ("bitwise", "logical", "truncdiv")  # integer or bool operands only

@@ -236,11 +236,11 @@ def test_an_indirect_index_inside_a_row_is_not_moved_out_of_it() -> None:
 @pytest.mark.skipif(not _gcc_avx2(), reason="reads gcc's vectorization report for an x86 host with AVX2")
 def test_row_reductions_keep_partial_results_in_lanes_and_vectorize(tmp_path) -> None:
     """A static row of sums that is a multiple of ``cpp.LANES`` long is reduced into that many
-    partial sums, combined pairwise after the loop (``cpp_loops.lanes_loop``): the layer norm's
+    partial sums, combined pairwise after the loop (``CppKernel._lanes_loop``): the layer norm's
     two sums and a row sum. Its loops vectorize, NaN still propagates, and the values are
     eager's; softmax's exp-and-sum (a transcendental function), a max and a row of another length
     keep the one-accumulator loop."""
-    from ember_inductor.codegen.cpp_loops import LANES
+    from ember_inductor.codegen.cpp import LANES
 
     def fn(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple:
         ln = torch.nn.functional.layer_norm(x, (x.shape[-1],))

@@ -24,7 +24,6 @@ import sympy
 import torch
 from torch.utils._sympy.symbol import SymT, symbol_is_type
 
-from .expr_printer import ExprPrinter
 from .index_functions import FloorDiv, ModularIndexing, TrueDiv
 
 Expr = sympy.Expr
@@ -181,26 +180,33 @@ def guard_at_most(expr: Any, bound: int) -> bool:
         return False
 
 
-class _PythonPrinter(ExprPrinter):
-    """Size expressions as Python: ``**`` powers, variadic max / min, booleans and relations."""
-
-    def power(self, base: str, n: int) -> str:
-        return f"({base} ** {n})"
-
-    def minmax(self, which: str, args: list[str]) -> str:
-        return f"{which}({', '.join(args)})"
-
-    def other(self, e: Any) -> str:
-        if e in (sympy.true, sympy.false):
-            return str(bool(e))
-        if e.is_Relational:
-            return f"({self(e.lhs)} {e.rel_op} {self(e.rhs)})"
-        if isinstance(e, (sympy.And, sympy.Or)):
-            return "(" + (" and " if isinstance(e, sympy.And) else " or ").join(self(a) for a in e.args) + ")"
-        if isinstance(e, sympy.Not):
-            return f"(not {self(e.args[0])})"
-        raise SymbolicUnsupported(f"size expression {e}")
-
-
-#: A size expression as Python source over variables named like its symbols.
-pyexpr = _PythonPrinter()
+def pyexpr(e: Any) -> str:
+    """A size expression as Python source over variables named like its symbols."""
+    e = sympy.sympify(e)
+    if e.is_Integer:
+        return str(int(e))
+    if e.is_Symbol:
+        return e.name
+    if isinstance(e, FloorDiv):
+        return f"({pyexpr(e.args[0])} // {pyexpr(e.args[1])})"
+    if isinstance(e, ModularIndexing):
+        return f"(({pyexpr(e.args[0])} // {pyexpr(e.args[1])}) % {pyexpr(e.args[2])})"
+    if isinstance(e, TrueDiv):
+        return f"({pyexpr(e.args[0])} / {pyexpr(e.args[1])})"
+    if e.is_Add:
+        return "(" + " + ".join(pyexpr(a) for a in e.args) + ")"
+    if e.is_Mul:
+        return "(" + " * ".join(pyexpr(a) for a in e.args) + ")"
+    if e.is_Pow and e.args[1].is_Integer and e.args[1] > 0:
+        return f"({pyexpr(e.args[0])} ** {int(e.args[1])})"
+    if isinstance(e, (sympy.Max, sympy.Min)):
+        return f"{'max' if isinstance(e, sympy.Max) else 'min'}({', '.join(pyexpr(a) for a in e.args)})"
+    if e in (sympy.true, sympy.false):
+        return str(bool(e))
+    if e.is_Relational:
+        return f"({pyexpr(e.lhs)} {e.rel_op} {pyexpr(e.rhs)})"
+    if isinstance(e, (sympy.And, sympy.Or)):
+        return "(" + (" and " if isinstance(e, sympy.And) else " or ").join(pyexpr(a) for a in e.args) + ")"
+    if isinstance(e, sympy.Not):
+        return f"(not {pyexpr(e.args[0])})"
+    raise SymbolicUnsupported(f"size expression {e}")

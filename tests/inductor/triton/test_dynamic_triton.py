@@ -131,10 +131,10 @@ def test_sizes_are_32_bit_arguments_where_indices_are(monkeypatch: pytest.Monkey
     """Where every extent is guarded to fit 32 bits the sizes are ``i32`` arguments, so that
     ``xnumel`` and the masks are 32-bit as in the specialised kernel (with ``i64`` sizes every
     mask compared 64-bit); else ``i64``."""
-    from ember_inductor.codegen import triton_form
+    from ember_inductor.codegen import triton as triton_codegen
 
     def chain(x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x * 1.1 + 0.1) - torch.sigmoid(x) * 0.5
     assert _size_types(chain, torch.randn(40, 60)) == {"i32"}
-    monkeypatch.setattr(triton_form, "INT32_MAX", 1000)
+    monkeypatch.setattr(triton_codegen, "INT32_MAX", 1000)
     assert _size_types(chain, torch.randn(40, 60)) == {"i64"}

@@ -15,7 +15,7 @@ from triton_checks import interpreter_only  # noqa: E402
 interpreter_only()
 pytestmark = pytest.mark.usefixtures("triton_kernels")
 
-from ember_inductor.codegen import triton_form  # noqa: E402
+from ember_inductor.codegen import triton as triton_codegen  # noqa: E402
 from triton_cases import case_ids, get, inputs_on  # noqa: E402
 from triton_checks import check, kernel_source  # noqa: E402
 
@@ -119,7 +119,7 @@ def test_column_sums_get_wide_tiles_and_each_configuration_matches() -> None:
     x = torch.randn(512, 48, generator=torch.Generator().manual_seed(0))
     (src, kernel), = generate_triton(lambda x: x.sum(0), [x]).values()
     (_, row_kernel), = generate_triton(lambda x: x.sum(1), [x]).values()
-    assert kernel.shape.outer_reduction and not row_kernel.shape.outer_reduction
+    assert kernel.outer_reduction and not row_kernel.outer_reduction
     tiles = [dict(c.meta)["XBLOCK"] * dict(c.meta)["RBLOCK"] for c in kernel.configs()]
     assert 16384 in tiles and max(dict(c.meta)["XBLOCK"] * dict(c.meta)["RBLOCK"]
                                   for c in row_kernel.configs()) <= 8192
@@ -149,7 +149,7 @@ def test_kernels_are_named_by_the_ops_they_compute() -> None:
 
 
 def test_int64_indexing_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(triton_form, "INT32_MAX", 1000)
+    monkeypatch.setattr(triton_codegen, "INT32_MAX", 1000)
     src = kernel_source(check(lambda x: (x.sin() + 1, x.sum(1)), torch.randn(40, 60)))
     assert ".to(tl.int64)" in src
     small = kernel_source(check(lambda x: x.cos() + 1, torch.randn(10, 10)))

@@ -19,11 +19,11 @@ once (the store's conversion of the rounded value costs as much again, and gives
 A loop of plain sums over a static row (a layer norm's mean and variance) keeps ``LANES`` partial
 sums, added pairwise after the loop, so that its adds do not wait on each other. A kernel that
 computes a float sin or cos runs its loops twice where an argument is beyond the prelude's inline
-range (``e_trig_far``): ``generate``. ``cpp_loops`` writes the loops, ``cpp_ops``' table the
-values; ``kernel.Kernel`` holds the language-free half.
+range (``e_trig_far``): ``generate``.
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Sequence
 
@@ -32,13 +32,11 @@ import torch
 
 from .. import indexing
 from ..bounds import IndexBound, error_code
-from ..scheduler import FusedGroup
+from ..indexing import FloorDiv, ModularIndexing, TrueDiv
+from ..scheduler import FusedGroup, KernelPlan
 from ..symbolic import guard_at_most
 from ..virtualized import set_handler
-from .cpp_loops import at_least, lanes_loop, outer_loops, stage_loops
-from .cpp_ops import CODE_FOR_OP, cexpr, compute_ctype, constant, ctype
-from .cpp_streams import EXPENSIVE, TEMP
-from .kernel import IDENT, Kernel, Reduced
+from .cpp_streams import EXPENSIVE, TEMP, interleaved, streams_for
 
 PARALLEL_MIN = 1 << 15  # elements of work below which a kernel runs on one thread
 REUSE_MAX_ROW = 1 << 14  # longest row (elements: 64 KiB of floats) kept on the stack for cross-stage reuse
@@ -49,29 +47,165 @@ PREFETCH_MAX_ROW = 1 << 14  # longest row (elements) a row kernel prefetches the
 #: pool's running maximum (compared, then selected, at each of 16 elements) ran out of memory.
 MAX_EXPANSION = 4096
 _LOOP_PRAGMA = re.compile(r"^\s*#pragma omp (parallel for|simd)\b")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
+CTYPE = {torch.float32: "float", torch.float64: "double", torch.float16: "uint16_t",
+         torch.bfloat16: "uint16_t", torch.int64: "int64_t", torch.int32: "int32_t",
+         torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool"}
+COMPUTE = {torch.float16: "float", torch.bfloat16: "float"}
+
+
+def ctype(dtype: torch.dtype) -> str:
+    if dtype not in CTYPE:
+        raise NotImplementedError(f"dtype {dtype} in C++ kernels")
+    return CTYPE[dtype]
+
+
+def compute_ctype(dtype: torch.dtype) -> str:
+    return COMPUTE.get(dtype, ctype(dtype))
+
+
+def cexpr(e: Any) -> str:
+    """Print a sympy index expression as C++ (int64 arithmetic)."""
+    e = sympy.sympify(e)
+    if e.is_Integer:
+        return str(int(e))
+    if e.is_Symbol:
+        return e.name
+    if isinstance(e, FloorDiv):
+        return f"({cexpr(e.args[0])} / {cexpr(e.args[1])})"
+    if isinstance(e, ModularIndexing):
+        return f"(({cexpr(e.args[0])} / {cexpr(e.args[1])}) % {cexpr(e.args[2])})"
+    if isinstance(e, TrueDiv):
+        return f"(static_cast<double>({cexpr(e.args[0])}) / static_cast<double>({cexpr(e.args[1])}))"
+    if e.is_Add:
+        return "(" + " + ".join(cexpr(a) for a in e.args) + ")"
+    if e.is_Mul:
+        return "(" + " * ".join(cexpr(a) for a in e.args) + ")"
+    if e.is_Pow and e.args[1].is_Integer and e.args[1] > 0:
+        return "(" + " * ".join([cexpr(e.args[0])] * int(e.args[1])) + ")"
+    if isinstance(e, (sympy.Max, sympy.Min)):
+        fn = "std::max" if isinstance(e, sympy.Max) else "std::min"
+        out = cexpr(e.args[0])
+        for a in e.args[1:]:
+            out = f"{fn}<int64_t>({out}, {cexpr(a)})"
+        return out
+    raise NotImplementedError(f"index expression {e}")
+
+
+def at_least(e: Any, n: int) -> bool | str:
+    """Is ``e >= n``: a bool for a static ``e``, else the C++ condition checked at run time."""
+    e = sympy.sympify(e)
+    if not e.free_symbols:
+        return int(e) >= n
+    return f"{cexpr(e)} >= {n}"
+
+
+def _omp_if(cond: bool | str) -> str:
+    return f" if({cond})" if isinstance(cond, str) else ""
+
+
+def constant(value: Any, dtype: torch.dtype) -> str:
+    t = compute_ctype(dtype)
+    if dtype == torch.bool:
+        return "true" if value else "false"
+    if isinstance(value, float) or dtype.is_floating_point:
+        v = float(value)
+        if math.isnan(v):
+            return f"std::numeric_limits<{t}>::quiet_NaN()"
+        if math.isinf(v):
+            return f"{'-' if v < 0 else ''}std::numeric_limits<{t}>::infinity()"
+        return f"static_cast<{t}>({v!r})"
+    return f"static_cast<{t}>({int(value)}LL)"
+
+
+_UNARY = {
+    "neg": "(-{0})", "abs": "e_abs({0})", "exp": "e_exp({0})", "exp2": "e_exp2({0})",
+    "expm1": "e_expm1({0})", "log": "e_log({0})", "log2": "e_log2({0})",
+    "log10": "e_log10({0})", "log1p": "e_log1p({0})", "sqrt": "std::sqrt({0})",
+    "rsqrt": "(1 / std::sqrt({0}))", "sin": "e_sin({0})", "cos": "e_cos({0})",
+    "tan": "e_tan({0})", "asin": "e_asin({0})", "acos": "e_acos({0})",
+    "atan": "e_atan({0})", "sinh": "e_sinh({0})", "cosh": "e_cosh({0})",
+    "tanh": "e_tanh({0})", "asinh": "e_asinh({0})", "acosh": "e_acosh({0})",
+    "atanh": "e_atanh({0})", "erf": "e_erf({0})", "erfc": "e_erfc({0})",
+    "sigmoid": "e_sigmoid({0})", "relu": "e_relu({0})", "floor": "e_floor({0})",
+    "ceil": "e_ceil({0})", "trunc": "e_trunc({0})", "round": "e_round({0})", "sign": "e_sign({0})",
+    "reciprocal": "(1 / {0})", "logical_not": "(!{0})", "bitwise_not": "(~{0})",
+    "isnan": "({0} != {0})", "isinf": "e_isinf({0})", "square": "({0} * {0})",
+}
+_BINARY = {
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
+    "floordiv": "e_floordiv({0}, {1})", "truncdiv": "({0} / {1})", "remainder": "e_remainder({0}, {1})",
+    "fmod": "e_fmod({0}, {1})", "pow": "e_pow({0}, {1})", "maximum": "e_max({0}, {1})",
+    "minimum": "e_min({0}, {1})", "atan2": "e_atan2({0}, {1})", "eq": "({0} == {1})",
+    "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})", "gt": "({0} > {1})",
+    "ge": "({0} >= {1})", "logical_and": "({0} && {1})", "logical_or": "({0} || {1})",
+    "logical_xor": "(bool({0}) != bool({1}))", "bitwise_and": "({0} & {1})",
+    "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})", "bitwise_left_shift": "({0} << {1})",
+    "bitwise_right_shift": "({0} >> {1})", "copysign": "std::copysign({0}, {1})",
+    "hypot": "e_hypot({0}, {1})",
+}
 _RED_INIT = {"sum": "0", "prod": "1"}
+#: Partial sums a row of sums keeps per accumulator (``_lanes_loop``): four AVX-512 vectors of
+#: floats, so four adds are in flight.
+LANES = 64
 _RED_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|", "all": "&"}
 
 
-class CppKernel(Kernel):
-    """Generates the C++ function of one fused group (size symbols are ``int64_t`` parameters)."""
+class Scope:
+    def __init__(self, parent: "Scope | None") -> None:
+        self.parent = parent
+        self.lines: list[str] = []
+        self.cache: dict[str, str] = {}
 
-    printer = cexpr
-    code_for_op = CODE_FOR_OP
-    tmp_prefix = "t"
-    index_line = "int64_t {0} = static_cast<int64_t>({1});"
+    def lookup(self, key: str) -> str | None:
+        s: Scope | None = self
+        while s is not None:
+            if key in s.cache:
+                return s.cache[key]
+            s = s.parent
+        return None
+
+
+class Reduced:
+    """Result handle of ``ops.reduction``: the accumulator variable(s)."""
+
+    def __init__(self, var: str, index_var: str | None) -> None:
+        self.var = var
+        self.index_var = index_var
+
+
+class CppKernel:
+    """Generates the C++ function of one fused group."""
 
     def __init__(self, name: str, group: FusedGroup, stored: set[str], buffers: dict[str, Any],
                  size_symbols: Any = ()) -> None:
-        super().__init__(name, group, stored, buffers, size_symbols)
+        """``size_symbols``: names of the size symbols the wrapper can pass (as ``int64_t``)."""
+        self.name = name
+        self.size_symbols = set(size_symbols)
+        self.size_params: list[str] = []  # those this kernel reads, in parameter order
+        self.group = group
+        self.plan: KernelPlan = group.plan
+        self.stored = stored
+        self.buffers = buffers
+        self.written = {n.name for n in group.nodes}
+        self.params: dict[str, str] = {}  # buffer name -> parameter name
+        self.tmp = 0
+        self.xv = indexing.make_vars("x", len(self.plan.outer))
+        self.rv = indexing.make_vars("r", len(self.plan.r))
+        self.ranges = dict(zip(self.xv, self.plan.outer)) | dict(zip(self.rv, self.plan.r))
         self.row_invariant = {str(v) for v in self.xv} | self.size_symbols  # names an index may read outside a row
+        self.scope = Scope(None)
+        self.locals: list[dict] = [{}]  # stack parallel to scopes: (name, index) -> value
+        self.red_pre: list[str] = []
+        self.red_post: list[str] = []
         self.red_clauses: list[str] = []
         self.red_sums: list[tuple[str, str, str]] = []  # this stage's sums: (name, C type, init)
         self.red_simd = True
         # cross-stage reuse (see the module docstring)
         self.expanded: dict[str, str] = {}  # temporary -> its expression over loads and accumulators
         self.stage = -1
+        self.stage_scope: Scope | None = None
         self.seen: dict[str, set[int]] | None = None  # probe only: expensive expression -> inner stages
         self.reuse: dict[str, str] = {}  # expression -> row array holding it
         self.reuse_double: set[str] = set()  # the row arrays of doubles
@@ -85,8 +219,15 @@ class CppKernel(Kernel):
         self.row_loads: set[tuple[str, Any]] = set()  # (buffer, index) of the loads in a row's loops
 
     # -- helpers -----------------------------------------------------------------------------
-    def assign(self, var: str, expr: str) -> None:
-        """``auto var = expr;``, or the value from (and into) its row array of a cross-stage reuse."""
+    def new_var(self, prefix: str = "t") -> str:
+        self.tmp += 1
+        return f"{prefix}{self.tmp}"
+
+    def cse(self, expr: str) -> str:
+        hit = self.scope.lookup(expr)
+        if hit is not None:
+            return hit
+        var = self.new_var()
         full = TEMP.sub(lambda m: self.expanded.get(m.group(0), m.group(0)), expr)
         if len(full) > MAX_EXPANSION:
             full = expr
@@ -104,6 +245,8 @@ class CppKernel(Kernel):
                 self.reuse_saved.add(full)
             elif self.seen is not None and self.scope is self.stage_scope and EXPENSIVE.search(expr):
                 self.seen.setdefault(full, set()).add(self.stage)
+        self.scope.cache[expr] = var
+        return var
 
     def _row_index(self) -> str:
         return cexpr(sum(v * indexing.numel(self.plan.r[k + 1:]) for k, v in enumerate(self.rv)))
@@ -120,18 +263,38 @@ class CppKernel(Kernel):
         probe.seen = {}
         probe.generate()
         wide = any(self.buffers[n].get_dtype() == torch.float64 for n in probe.params)
-        return [(e, "double" if wide or "double" in e or set(IDENT.findall(e)) & probe.double_accs else "float")
+        return [(e, "double" if wide or "double" in e or set(_IDENT.findall(e)) & probe.double_accs else "float")
                 for e, stages in probe.seen.items() if len(stages) > 1]
+
+    def param(self, name: str) -> str:
+        if name not in self.params:
+            prefix = "out_ptr" if name in self.written else "in_ptr"
+            self.params[name] = f"{prefix}{len(self.params)}"
+        return self.params[name]
+
+    def index(self, expr: Any) -> str:
+        return cexpr(self._simplified(expr))
+
+    def _simplified(self, expr: Any) -> Any:
+        return indexing.simplify_index(expr, self.ranges, strict=True)
+
+    def find_local(self, key: tuple) -> str | None:
+        for d in reversed(self.locals):
+            if key in d:
+                return d[key]
+        return None
 
     # -- the ops handler ---------------------------------------------------------------------
     def load(self, name: str, index: Any) -> str:
+        expr = self._simplified(index)
+        idx = cexpr(expr)
         if self.stage_scope is not None:
-            self.row_loads.add((name, self.index(index)))
-        return super().load(name, index)
-
-    def load_value(self, name: str, index: sympy.Expr) -> str:
+            self.row_loads.add((name, expr))
+        local = self.find_local((name, idx))
+        if local is not None:
+            return local
         dtype = self.buffers[name].get_dtype()
-        ref = f"{self.param(name)}[{cexpr(index)}]"
+        ref = f"{self.param(name)}[{idx}]"
         if dtype == torch.float16:
             ref = f"half_to_float({ref})"
         elif dtype == torch.bfloat16:
@@ -149,31 +312,37 @@ class CppKernel(Kernel):
             return f"float_to_bf16({value})"
         return f"e_cast<{ctype(dtype)}>({value})"
 
-    def store_value(self, name: str, index: sympy.Expr, value: str) -> None:
-        self.scope.lines.append(f"{self.param(name)}[{cexpr(index)}] = {self._store_expr(name, value)};")
+    def store(self, name: str, index: Any, value: str) -> None:
+        idx = self.index(index)
+        self.locals[-1][(name, idx)] = value
+        if name in self.stored:
+            self.scope.lines.append(f"{self.param(name)}[{idx}] = {self._store_expr(name, value)};")
 
     def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, rtype: str, value: Any) -> Reduced:
         t = compute_ctype(src_dtype)
         acc = self.new_var("acc")
         if t == "double":
             self.double_accs.add(acc)
-        up = rtype in ("max", "argmax")
-        if src_dtype.is_floating_point:
-            init = ("-" if up else "") + f"std::numeric_limits<{t}>::infinity()"
-        else:
-            init = f"std::numeric_limits<{t}>::" + ("lowest()" if up else "max()")
-        cmp = ">" if up else "<"
         if rtype in ("argmax", "argmin"):
             v, i = value
             idx = f"{acc}_i"
+            init = f"std::numeric_limits<{t}>::" + ("lowest()" if rtype == "argmax" else "max()")
+            if src_dtype.is_floating_point:
+                init = ("-" if rtype == "argmax" else "") + f"std::numeric_limits<{t}>::infinity()"
             self.red_pre += [f"{t} {acc} = {init};", f"int64_t {idx} = -1;"]
+            cmp = ">" if rtype == "argmax" else "<"
             nan_new = f"({v} != {v})" if src_dtype.is_floating_point else "false"
             nan_acc = f"({acc} != {acc})" if src_dtype.is_floating_point else "false"
             self.scope.lines.append(
                 f"if ({idx} < 0 || (!{nan_acc} && ({nan_new} || {v} {cmp} {acc}))) {{ {acc} = {v}; {idx} = {i}; }}")
             self.red_simd = False
-            return Reduced(idx)  # the index is the result
+            return Reduced(acc, idx)
         if rtype in ("max", "min"):
+            if src_dtype.is_floating_point:
+                init = ("-" if rtype == "max" else "") + f"std::numeric_limits<{t}>::infinity()"
+            else:
+                init = f"std::numeric_limits<{t}>::" + ("lowest()" if rtype == "max" else "max()")
+            cmp = ">" if rtype == "max" else "<"
             self.red_pre.append(f"{t} {acc} = {init};")
             self.scope.lines.append(f"{acc} = ({value} {cmp} {acc}) ? {value} : {acc};")
             self.red_clauses.append(f"{rtype}:{acc}")
@@ -183,12 +352,12 @@ class CppKernel(Kernel):
                 self.scope.lines.append(f"{flag} |= ({value} != {value});")
                 self.red_clauses.append(f"|:{flag}")
                 self.red_post.append(f"if ({flag}) {acc} = std::numeric_limits<{t}>::quiet_NaN();")
-            return Reduced(acc)
+            return Reduced(acc, None)
         if rtype in ("any", "all"):  # an int with | or &: gcc vectorizes no bool reduction (|| and &&)
             self.red_pre.append(f"int {acc} = {int(rtype == 'all')};")
             self.scope.lines.append(f"{acc} {_RED_CLAUSE[rtype]}= static_cast<int>(static_cast<bool>({value}));")
             self.red_clauses.append(f"{_RED_CLAUSE[rtype]}:{acc}")
-            return Reduced(acc)
+            return Reduced(acc, None)
         init = _RED_INIT[rtype]
         if t in ("float", "double"):
             self.float_accs[acc] = t
@@ -198,15 +367,20 @@ class CppKernel(Kernel):
         self.red_clauses.append(f"{_RED_CLAUSE[rtype]}:{acc}")
         if rtype == "sum":
             self.red_sums.append((acc, t, init))
-        return Reduced(acc)
+        return Reduced(acc, None)
 
-    def store_reduced(self, name: str, index: sympy.Expr, value: str) -> None:
-        self.red_post.append(f"{self.param(name)}[{cexpr(index)}] = {self._store_expr(name, value)};")
+    def store_reduction(self, name: str, index: Any, value: Reduced) -> None:
+        idx = self.index(index)
+        result = value.index_var if value.index_var is not None else value.var
+        self.locals[0][(name, idx)] = result
+        if name in self.stored:
+            self.red_post.append(f"{self.param(name)}[{idx}] = {self._store_expr(name, result)};")
 
-    constant = staticmethod(constant)  # a literal, no temporary
+    def constant(self, value: Any, dtype: torch.dtype) -> str:
+        return constant(value, dtype)
 
     def index_expr(self, expr: Any, dtype: torch.dtype) -> str:
-        simplified = self.index(expr)
+        simplified = indexing.simplify_index(expr, self.ranges, strict=True)
         text = f"static_cast<{compute_ctype(dtype)}>({cexpr(simplified)})"
         if self.scope is not self.stage_scope or \
                 not {str(v) for v in sympy.sympify(simplified).free_symbols} <= self.row_invariant:
@@ -228,8 +402,19 @@ class CppKernel(Kernel):
             return var
         return self.cse(f"e_cast<{ctype(dtype)}>({x})")
 
-    def masked_value(self, mask: str, value: str, lines: list[str], other: Any) -> str:
-        """The masked body as a lambda, called where ``mask`` holds."""
+    def where(self, cond: str, a: str, b: str) -> str:
+        return self.cse(f"e_where({cond}, {a}, {b})")
+
+    def masked(self, mask: str, body: Any, other: Any) -> str:
+        outer = self.scope
+        self.scope = Scope(outer)
+        self.locals.append({})
+        try:
+            value = body()
+            lines = self.scope.lines
+        finally:
+            self.scope = outer
+            self.locals.pop()
         fn = self.new_var("fn")
         inner = " ".join(lines)
         self.scope.lines.append(f"auto {fn} = [&]() {{ {inner} return {value}; }};")
@@ -249,7 +434,7 @@ class CppKernel(Kernel):
                                             f"const bool {inv}_ok = !std::isinf({inv}) || {b} == 0;"]
                 self.reciprocals.add(inv)
             return self.cse(f"({inv}_ok ? {a} * {inv} : {a} / {b})")
-        return self.op("truediv", CODE_FOR_OP["truediv"], (a, b))
+        return self.cse(_BINARY["truediv"].format(a, b))
 
     def sin(self, a: str) -> str:
         return self._trig("sin", a)
@@ -267,10 +452,15 @@ class CppKernel(Kernel):
             self.scope.cache[far] = "em_far"
         return self.cse(f"e_{name}<EM_FAST>({a})")
 
-    def check_index(self, var: str, size: str, bound: IndexBound) -> str:
-        """Out of range, the index is replaced by 0 and folded into the kernel's largest and
-        smallest offending values (OpenMP reductions, so the loop still vectorizes), which the
-        kernel reports after its loops (see ``bounds``)."""
+    def indirect_indexing(self, value: str, bound: IndexBound) -> sympy.Symbol:
+        """A checked index: out of range, it is replaced by 0 and folded into the kernel's
+        largest and smallest offending values (OpenMP reductions, so the loop still vectorizes),
+        which the kernel reports after its loops (see ``bounds``)."""
+        var = self.new_var("ind")
+        size = cexpr(bound.size)
+        self.scope.lines.append(f"int64_t {var} = static_cast<int64_t>({value});")
+        if not bound.check:
+            return sympy.Symbol(var, integer=True)
         raw = var
         if bound.wrap_negative:
             raw, var = var, self.new_var("ind")
@@ -283,9 +473,9 @@ class CppKernel(Kernel):
             f"{hi} = {ok} || {raw} <= {hi} ? {hi} : {raw};",
             f"{lo} = {ok} || {raw} >= {lo} ? {lo} : {raw};",
             f"{var} = {ok} ? {var} : 0;"]
-        return var
+        return sympy.Symbol(var, integer=True)
 
-    def pragma(self, pragma: str) -> str:
+    def _pragma(self, pragma: str) -> str:
         """``pragma`` with the reductions of the bounds checks (harmless where unused)."""
         if not pragma:
             return pragma
@@ -298,19 +488,83 @@ class CppKernel(Kernel):
                   f"{size}, {code});" for hi, lo, size, code in self.bound_checks]
         return decl, report
 
+    def __getattr__(self, name: str) -> Any:
+        if name in _UNARY:
+            return lambda a: self.cse(_UNARY[name].format(a))
+        if name in _BINARY:
+            return lambda a, b: self.cse(_BINARY[name].format(a, b))
+        raise AttributeError(name)
+
     # -- loops -------------------------------------------------------------------------------
+    def _run_nodes(self, placements: Sequence) -> None:
+        for p in placements:
+            idx, ridx = p.index_map(self.xv, self.rv)
+            p.node.body(idx, ridx)
+
     def _inner_stage(self, placements: Sequence, parallel_r: bool | str) -> list[str]:
+        outer = self.scope
+        self.scope = self.stage_scope = Scope(outer)
         self.stage += 1
-        self.red_clauses, self.red_simd, self.red_sums = [], True, []
-        body = self.run_stage(placements)
+        self.locals.append({})
+        self.red_pre, self.red_post, self.red_clauses, self.red_simd = [], [], [], True
+        self.red_sums = []
+        self._run_nodes(placements)
+        body = self.scope.lines
+        self.scope = outer
+        self.stage_scope = None
+        self.locals.pop()
         loops = list(zip(self.rv, self.plan.r))
         only_sums = len(self.red_sums) == len(self.red_clauses) > 0
         if len(loops) == 1 and self.red_simd and not parallel_r and only_sums and not self.bound_checks:
-            lanes = lanes_loop(body, *loops[0], self.red_sums)
+            lanes = self._lanes_loop(body, *loops[0])
             if lanes is not None:
                 return self.red_pre + ["{"] + lanes + ["}"] + self.red_post
-        body = stage_loops(loops, body, self.red_clauses, self.red_simd, parallel_r, self.pragma)
+        clauses = " ".join(f"reduction({c})" for c in self.red_clauses)
+        for k in reversed(range(len(loops))):
+            var, size = loops[k]
+            pragma = ""
+            if k == len(loops) - 1 and self.red_simd:
+                pragma = f"#pragma omp simd {clauses}"
+            if k == 0 and parallel_r and self.red_simd:
+                pragma = f"#pragma omp parallel for {'simd ' if len(loops) == 1 else ''}{clauses}{_omp_if(parallel_r)}"
+            pragma = self._pragma(pragma)
+            body = ([pragma] if pragma else []) + [f"for (int64_t {var} = 0; {var} < {cexpr(size)}; {var}++) {{"] + \
+                [f"  {line}" for line in body] + ["}"]
         return self.red_pre + ["{"] + body + ["}"] + self.red_post
+
+    def _lanes_loop(self, body: list[str], var: Any, size: Any) -> list[str] | None:
+        """A row of sums with ``LANES`` partial sums per accumulator, combined pairwise after
+        the loop; None where the row is not a multiple of ``LANES`` long, or the loop is not
+        only sums of cheap values.
+
+        With one accumulator gcc keeps one vector of partial sums: each add waits for the one
+        before (4 cycles), and the 16 lanes are then added one after the other. A 1024-float row
+        of a layer norm's two sums took more cycles so than its loads (the kernel got faster with
+        partial sums, on the suite's ``layernorm`` row, ``benchmarks/run.py``). Measured and left
+        out, as both got slower: a loop that computes a transcendental function (there the
+        function is the bound: softmax's exp-and-sum loop), and max / min, which gcc then kept on
+        the stack between iterations (softmax's max loop)."""
+        if not (size.is_Integer and int(size) >= 2 * LANES and int(size) % LANES == 0):
+            return None
+        if any(EXPENSIVE.search(line) for line in body):
+            return None
+        lane = f"{var}_l"
+        names = re.compile(r"\b(" + "|".join(re.escape(a) for a, _, _ in self.red_sums) + r")\b")
+        inner = [names.sub(lambda m: f"{m.group(1)}_l[{lane}]", line) for line in body]
+        lines = [f"{t} {a}_l[{LANES}];" for a, t, _ in self.red_sums]
+        lines += [f"for (int64_t {lane} = 0; {lane} < {LANES}; {lane}++) {{"]
+        lines += [f"  {a}_l[{lane}] = {init};" for a, _, init in self.red_sums] + ["}"]
+        lines += [f"for (int64_t {var}_b = 0; {var}_b < {int(size)}; {var}_b += {LANES}) {{",
+                  "  #pragma omp simd", f"  for (int64_t {lane} = 0; {lane} < {LANES}; {lane}++) {{",
+                  f"    const int64_t {var} = {var}_b + {lane};"]
+        lines += [f"    {line}" for line in inner] + ["  }", "}"]
+        half = LANES // 2
+        while half:
+            lines += ["#pragma omp simd", f"for (int64_t {lane} = 0; {lane} < {half}; {lane}++) {{"]
+            lines += [f"  {a}_l[{lane}] += {a}_l[{lane} + {half}];" for a, _, _ in self.red_sums] + ["}"]
+            half //= 2
+        lines += [f"{a} += {a}_l[0];" for a, _, _ in self.red_sums]
+        return lines
 
     def generate(self) -> str:
         plan = self.plan
@@ -325,26 +579,26 @@ class CppKernel(Kernel):
             self.scope.lines += [f"alignas(64) {t} row{k}[{length}];" for k, (_, t) in enumerate(candidates)]
         with set_handler(self):
             if not has_red:
-                self.run_nodes(plan.stages[0][1])
+                self._run_nodes(plan.stages[0][1])
                 body = self.scope.lines
                 parallel = at_least(O, PARALLEL_MIN)
-                loops = outer_loops(list(zip(self.xv, self.plan.outer)), body, parallel, True, self.pragma)
+                loops = self._outer_loops(body, parallel, simd_inner=True)
             else:
                 simple = all(t in _RED_CLAUSE for n in self.group.nodes for t in n.reduction_types)
                 parallel_r = O == 1 and simple and stages == 1 and at_least(R, PARALLEL_MIN)
                 for level, placements in plan.stages:
                     if level == "outer":
-                        self.run_nodes(placements)
+                        self._run_nodes(placements)
                     else:
                         self.scope.lines += self._inner_stage(placements, parallel_r)
                 if not parallel_r and O != 1:
                     self.scope.lines[:0] = self._prefetch_next_row()
                 work = O * (R if R.free_symbols else max(R, 1))
                 parallel = (bool(O.free_symbols) or O >= 2) and not parallel_r and at_least(work, PARALLEL_MIN)
-                loops = outer_loops(list(zip(self.xv, self.plan.outer)), self.scope.lines, parallel, False,
-                                    self.pragma)
+                loops = self._outer_loops(self.scope.lines, parallel, simd_inner=False)
         decl, report = self._bound_reports()
-        self.size_params = self.used_sizes(decl + loops + report)
+        used = set(_IDENT.findall("\n".join(decl + loops + report)))
+        self.size_params = sorted(self.size_symbols & used)
         args = ", ".join([self._param_decl(name) for name in self.params] +
                          [f"int64_t {name}" for name in self.size_params])
         result = "int64_t" if self.bound_checks else "void"
@@ -397,3 +651,73 @@ class CppKernel(Kernel):
         t = ctype(self.buffers[name].get_dtype())
         const = "" if name in self.written else "const "
         return f"{const}{t}* __restrict__ {self.params[name]}"
+
+    def _outer_loops(self, body: list[str], parallel: bool | str, simd_inner: bool) -> list[str]:
+        loops = list(zip(self.xv, self.plan.outer))
+        n = len(loops)
+        invariant: list[str] = []
+        outside: list[str] = []
+        if simd_inner and n and all(sympy.sympify(size).is_number for size in self.plan.outer):
+            # computed once for the whole kernel (an optimizer step's bias correction, a pow of
+            # the step count): per element, AdamW's update ran 2-3x eager's time. A loop that
+            # may run no time (a symbolic size) computes nothing ahead of it.
+            outside, body = hoist_invariant(body, {v.name for v in self.xv})
+        if simd_inner and n >= 2:
+            invariant, body = hoist_invariant(body, {self.xv[-1].name})
+        for k in reversed(range(n)):
+            var, size = loops[k]
+            pragma = ""
+            if k == 0 and parallel:
+                if n == 1:
+                    pragma = "#pragma omp parallel for" + (" simd" if simd_inner else "")
+                else:
+                    collapse = n - 1 if simd_inner else n
+                    pragma = "#pragma omp parallel for" + (f" collapse({collapse})" if collapse > 1 else "")
+                pragma += _omp_if(parallel)
+            elif k == n - 1 and simd_inner:
+                pragma = "#pragma omp simd"
+            pragma = self._pragma(pragma)
+            streams = streams_for(body) if k == n - 1 and simd_inner else 1
+            if streams > 1:
+                body = self._streams_loops(body, var, size, streams, pragma)
+            else:
+                body = ([pragma] if pragma else []) + \
+                    [f"for (int64_t {var} = 0; {var} < {cexpr(size)}; {var}++) {{"] + \
+                    [f"  {line}" for line in body] + ["}"]
+            if k == n - 1:
+                body = invariant + body
+        return outside + body
+
+    def _streams_loops(self, body: list[str], var: Any, size: Any, streams: int, pragma: str) -> list[str]:
+        """The inner loop over ``body`` as ``streams`` interleaved copies over as many parts of
+        the range (``cpp_streams``), then the last ``size % streams`` elements as before."""
+        part, n = f"{var}_part", cexpr(size)
+        return ["{", f"  const int64_t {part} = {n} / {streams};", *([f"  {pragma}"] if pragma else []),
+                f"  for (int64_t {var} = 0; {var} < {part}; {var}++) {{",
+                *[f"    {line}" for line in interleaved(body, str(var), streams, part)], "  }",
+                f"  {self._pragma('#pragma omp simd')}",
+                f"  for (int64_t {var} = {streams} * {part}; {var} < {n}; {var}++) {{",
+                *[f"    {line}" for line in body], "  }", "}"]
+
+
+_ASSIGN = re.compile(r"^(?:auto |int64_t |const bool )?(\w+) = (.*);$")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def hoist_invariant(body: list[str], loop_vars: set[str]) -> tuple[list[str], list[str]]:
+    """(lines of a pointwise loop body that depend on none of ``loop_vars``, the others), in
+    order. Only assignments of a value move (no stores, no lambdas), so that an index loaded once
+    per row (an embedding's id, checked against its bound) is computed ahead of the vector loop:
+    gcc does not hoist it past a bounds check's reductions."""
+    variant = set(loop_vars)
+    hoisted: list[str] = []
+    rest: list[str] = []
+    for line in body:
+        m = _ASSIGN.match(line)
+        if m and "{" not in line and m.group(1) not in variant and not set(_NAME.findall(m.group(2))) & variant:
+            hoisted.append(line)
+            continue
+        rest.append(line)
+        if m:
+            variant.add(m.group(1))
+    return hoisted, rest

@@ -1,19 +1,22 @@
 """Launch configurations of a generated Triton kernel: the block sizes, warps and stages that
 autotuning chooses among (``launch_configs``), and the grid each one launches (``launch_grid``).
 
-Kept apart from the kernel's code generation (``triton.py``): they read the kernel's shape
-(``KernelShape``: its sizes and the form chosen for it, ``triton_form``), never its body.
+Kept apart from the kernel's code generation (``triton.py``): they read the kernel's decisions
+(tiled, persistent, dual, across rows) and sizes, never its body.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import sympy
 
 from .. import indexing
 from ..indexing import FloorDiv
 from ..symbolic import hint, hint_named, pyexpr
+
+if TYPE_CHECKING:
+    from .triton import TritonKernel
 
 #: Elements of a persistent reduction's tile.
 PERSISTENT_TILE = 8192
@@ -45,28 +48,6 @@ def _ceil_div(n: Any, block: int) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class KernelShape:
-    """What the launch configurations read of a Triton kernel: its ranges and its form."""
-
-    outer: tuple  # sizes of the kept dimensions
-    r: tuple  # and of the reduced ones
-    is_reduction: bool
-    tiled: bool  # pointwise in YBLOCK x XBLOCK tiles
-    persistent: bool  # rows held whole in registers
-    dual: bool  # persistent and looped forms in one function, chosen by PERSISTENT
-    outer_reduction: bool = False  # reduces across rows (a column sum)
-    wide_warps: tuple[int, ...] = ()  # warps of the wide persistent tiles (``wide_tile_warps``)
-
-    @property
-    def numel(self) -> Any:
-        return indexing.numel(self.outer)
-
-    @property
-    def rnumel(self) -> Any:
-        return indexing.numel(self.r)
-
-
-@dataclasses.dataclass(frozen=True)
 class LaunchConfig:
     """One launch configuration: block sizes, warps and stages, and where it is valid."""
 
@@ -80,9 +61,8 @@ class LaunchConfig:
         return dict(self.meta)
 
 
-def launch_configs(k: KernelShape, size_params: Sequence[str] = (), first: int = 0) -> list[LaunchConfig]:
-    """The launch configurations of a kernel of shape ``k`` autotuned on the first run (first =
-    default); ``size_params``: its size parameters, from signature position ``first`` on.
+def launch_configs(k: TritonKernel) -> list[LaunchConfig]:
+    """The launch configurations of kernel ``k`` autotuned on the first run (first = default).
 
     Pruned with the autotuning logs of the GPU benchmark models on the H100 (491 kernels):
     without 32x32 tiles, tiled kernels lost 0.3% at the geomean; looped reductions took one
@@ -103,15 +83,16 @@ def launch_configs(k: KernelShape, size_params: Sequence[str] = (), first: int =
         persistent = [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 1),), rmax=rb)
                       for c in _persistent_configs(rb, by_hint(k.numel), k.wide_warps)]
         out = persistent + [dataclasses.replace(c, meta=c.meta + (("PERSISTENT", 0),)) for c in out]
-    return _divisible_first(out, size_params, first)
+    return _divisible_first(k, out)
 
 
-def _divisible_first(configs: list[LaunchConfig], size_params: Sequence[str], first: int) -> list[LaunchConfig]:
+def _divisible_first(k: TritonKernel, configs: list[LaunchConfig]) -> list[LaunchConfig]:
     """Where the example's sizes are multiples of 16: ``configs`` compiled assuming the same
     of every call (Triton then vectorizes loads along them; the launcher checks it per size
     bucket), followed by the first configuration of each form without the assumption, for
-    calls whose sizes are not."""
-    divisible = tuple(first + j for j, name in enumerate(size_params)
+    calls whose sizes are not. Call after ``generate`` (which fixes the size parameters)."""
+    first = len(k.params)
+    divisible = tuple(first + j for j, name in enumerate(k.size_params)
                       if (hint_named(name) or 1) % 16 == 0)
     if not divisible:
         return configs
@@ -119,11 +100,11 @@ def _divisible_first(configs: list[LaunchConfig], size_params: Sequence[str], fi
     return [dataclasses.replace(c, divisible=divisible) for c in configs] + generic
 
 
-def _shapes(k: KernelShape, cap: Any) -> list[LaunchConfig]:
+def _shapes(k: TritonKernel, cap: Any) -> list[LaunchConfig]:
     """The configurations, block sizes capped by ``cap(extent)``."""
     out: list[LaunchConfig] = []
     if k.tiled:
-        y, x = cap(indexing.numel(k.outer[:-1])), cap(k.outer[-1])
+        y, x = cap(indexing.numel(k.plan.outer[:-1])), cap(k.plan.outer[-1])
         shapes = [(64, 64, 8), (16, 64, 4), (64, 16, 4)] + ([(256, 16, 8)] if x <= 16 else [])
         for yb, xb, w in shapes:
             out.append(LaunchConfig((("YBLOCK", min(yb, y)), ("XBLOCK", min(xb, x))), w))
@@ -163,21 +144,23 @@ def _persistent_configs(rb: int, n: int, wide_warps: Sequence[int] = ()) -> list
     return list(dict.fromkeys(out)) or [LaunchConfig((("XBLOCK", 1), ("RBLOCK", rb)), 16)]
 
 
-def wide_tile_warps(row_accesses: int, itemsize: int) -> tuple[int, ...]:
+def wide_tile_warps(k: TritonKernel, row_accesses: int) -> tuple[int, ...]:
     """Warps of the ``OUTER_PERSISTENT_TILE`` configurations. With 8 warps a thread holds 64
     elements of each row access: the GPT step's layer norm weight-gradient kernels (two row
     accesses and two per-row vectors) took 234 registers a thread (ptxas, sm_90), and 8 warps
     still won the cold timing for 3 of its 13. Kernels with more than two row accesses, or
-    with 8-byte elements (which spilled), get 16 warps only (``itemsize``: the largest element's)."""
-    return (16,) if row_accesses > 2 or itemsize > 4 else (8, 16)
+    with 8-byte elements (which spilled), get 16 warps only."""
+    names = {n for p in k.plan.placements for n, _ in p.node.reads + p.node.writes}
+    wide_elements = max((k.buffers[n].get_dtype().itemsize for n in names), default=4) > 4
+    return (16,) if row_accesses > 2 or wide_elements else (8, 16)
 
 
-def launch_grid(k: KernelShape, cfg: LaunchConfig) -> tuple:
-    """The launch grid of a kernel of shape ``k`` under ``cfg``: ints, or Python source over the size
+def launch_grid(k: TritonKernel, cfg: LaunchConfig) -> tuple:
+    """The launch grid of kernel ``k`` under ``cfg``: ints, or Python source over the size
     symbols where symbolic."""
     meta = cfg.kwargs()
     if k.tiled:  # row blocks times column blocks, on one axis (``_header``)
-        y = _ceil_div(indexing.numel(k.outer[:-1]), meta["YBLOCK"])
-        x = _ceil_div(k.outer[-1], meta["XBLOCK"])
+        y = _ceil_div(indexing.numel(k.plan.outer[:-1]), meta["YBLOCK"])
+        x = _ceil_div(k.plan.outer[-1], meta["XBLOCK"])
         return (y * x if isinstance(y, int) and isinstance(x, int) else f"({y}) * ({x})", 1, 1)
     return (_ceil_div(k.numel, meta["XBLOCK"]), 1, 1)

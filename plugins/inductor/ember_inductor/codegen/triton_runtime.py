@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 import torch
 from ember.disk_cache import cache_root, out_of_space, work_dir
 
-from .triton_ops import SIZE_TYPES
+from .triton import SIZE_TYPES
 from .triton_configs import LaunchConfig
 from .triton_compile import (Job, KernelRef, binary_context, binary_ext, compile_kernel, import_kernel, load_compiled,
                              pool, precompile)
