@@ -9,6 +9,7 @@ namedtuple's fields are its items. ``keys()``, ``values()`` and ``items()`` are 
 from __future__ import annotations
 
 import collections
+import operator
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -177,7 +178,7 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
 
 #: how many positional arguments a list method takes (at least, at most)
 _LIST_ARITY = {"append": (1, 1), "extend": (1, 1), "insert": (2, 2), "pop": (0, 1), "reverse": (0, 0),
-               "clear": (0, 0), "copy": (0, 0), "count": (1, 1), "index": (1, 3)}
+               "clear": (0, 0), "copy": (0, 0), "count": (1, 1), "index": (1, 3), "remove": (1, 1)}
 
 
 def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Var:
@@ -213,9 +214,28 @@ def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Va
         items.reverse()
     elif name == "clear":
         items.clear()
+    elif name == "remove":
+        _remove(frame, items, args[0])
     else:
         frame.fail(f"list.{name} is not supported")
     return ConstVar(None)
+
+
+def _remove(frame: "Frame", items: list[Var], target: Var) -> None:
+    """``list.remove``: the first item that is ``target`` or equals it, as Python compares them
+    (identity first); items of unknown value (tensors, objects) are compared by identity only."""
+    for i, item in enumerate(items):
+        if item is target:
+            del items[i]
+            return
+        try:
+            left, right = python_value(item), python_value(target)
+        except NotConstant:
+            frame.fail("list.remove comparing tensors or captured objects by value")
+        if left is right or evaluate(operator.eq, left, right):
+            del items[i]
+            return
+    throw(ValueError("list.remove(x): x not in list"))
 
 
 def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:

@@ -39,7 +39,7 @@ from .inline import call_dunder, class_member, inline_call
 from .side_effects import DELETED
 from .sources import AttrSource
 from .ops import mutable_dict
-from .values import ConstVar, DictVar, InstanceDictVar, SetVar, UserDictVar, UserSetVar, Var
+from .values import ConstVar, DictVar, InstanceDictVar, ListVar, SetVar, UserDictVar, UserSetVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -82,9 +82,10 @@ def construct(frame: "Frame", cls: type, args: list[Var], kwargs: dict[str, Var]
 
 
 def is_builtin_new(value: Any) -> bool:
-    """``dict.__new__``, ``set.__new__``, ``frozenset.__new__`` (what ``super().__new__`` reaches)."""
+    """``dict.__new__``, ``set.__new__``, ``frozenset.__new__``, ``list.__new__`` (what
+    ``super().__new__`` reaches)."""
     return isinstance(value, types.BuiltinMethodType) and value.__name__ == "__new__" \
-        and value.__self__ in (dict, set, frozenset)
+        and value.__self__ in (dict, set, frozenset, list)
 
 
 def builtin_new(frame: "Frame", owner: type, args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -99,6 +100,8 @@ def builtin_new(frame: "Frame", owner: type, args: list[Var], kwargs: dict[str, 
     if cls in (set, frozenset):
         elements = set_keys.keys_of(frame, args[1]) if cls is frozenset and len(args) > 1 else ()
         return set_keys.make(frame, set(elements), cls)
+    if cls is list:  # empty whatever the other arguments (list.__init__ fills it)
+        return ListVar([])
     if not is_subclass_instance_type(cls):
         frame.fail(f"{owner.__name__}.__new__ of {cls.__name__}, a class capture does not model")
     return _new_instance(frame, cls, args[1:], kwargs)
