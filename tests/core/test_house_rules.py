@@ -94,8 +94,9 @@ def test_every_product_module_has_a_docstring():
 #: constructor arguments, descriptors' __get__/__set__ inlined, comparisons of built objects); to
 #: 32,800 for issue 49's HTML compile report (report.py) and the registry sweep's capture classes; to
 #: 33,300 for numpy traced as torch ops (numpy_arrays, numpy_runtime: about 500 lines); to 33,400 for
-#: issue 47's pointwise scatter, split column sums and shared pads, and relative imports in capture.
-MAX_PRODUCT_LINES = 33_400
+#: issue 47's pointwise scatter, split column sums and shared pads, and relative imports in capture;
+#: to 33,450 for list.remove and list.__new__ (Dynamo's list behaviours).
+MAX_PRODUCT_LINES = 33_450
 MAX_FILE_LINES = 760
 
 
