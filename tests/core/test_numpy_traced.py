@@ -133,3 +133,19 @@ def test_a_tensor_that_requires_grad_raises_as_in_eager():
 
     with pytest.raises(RuntimeError, match="requires grad"):
         ember.compile(f, backend="eager")(torch.ones(2, requires_grad=True))
+
+
+def test_a_read_only_array_is_never_written():
+    """An array numpy refuses to change (read-only) is not traced: ``a += 1`` raises as in eager,
+    also after the graph was made for a writable array of the same shape."""
+    def f(a):
+        a += 1
+        return a * 2
+
+    compiled = ember.compile(f, backend="eager")
+    np.testing.assert_allclose(compiled(np.zeros(3)), np.full(3, 2.0))
+    frozen = np.zeros(3)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        compiled(frozen)
+    assert not frozen.any()

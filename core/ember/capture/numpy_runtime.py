@@ -93,7 +93,10 @@ def to_numpy(tensor: torch.Tensor) -> Any:
 
 def array_tensor(array: Any) -> torch.Tensor | None:
     """``torch.from_numpy(array)``, or None for an array torch cannot share (negative strides, a
-    dtype torch has not): a guard on the tensor then fails rather than raising."""
+    dtype torch has not) or must not write (read-only: numpy refuses ``a += 1`` on it): a guard on
+    the tensor then fails rather than raising, and capture folds such an array instead."""
+    if not array.flags.writeable:
+        return None
     try:
         return torch.from_numpy(array)
     except (TypeError, ValueError, RuntimeError):
