@@ -161,7 +161,7 @@ def _dtype_name(value: Any) -> Any:
     return value
 
 
-def _arrays_of(frame: "Frame", result: Var, given: list[Var]) -> Var:
+def _arrays_of(result: Var, given: list[Var]) -> Var:
     """A traced call's result with each tensor an array (an argument's own array where the call
     gave its tensor back: ``np.asarray(a) is a``)."""
     if isinstance(result, TensorVar):
@@ -170,26 +170,18 @@ def _arrays_of(frame: "Frame", result: Var, given: list[Var]) -> Var:
                 return var
         return NdarrayVar(result)
     if isinstance(result, TupleVar):
-        return TupleVar([_arrays_of(frame, v, given) for v in result.items], tuple_type=result.tuple_type)
+        return TupleVar([_arrays_of(v, given) for v in result.items], tuple_type=result.tuple_type)
     if isinstance(result, ListVar):
-        return ListVar([_arrays_of(frame, v, given) for v in result.items])
+        return ListVar([_arrays_of(v, given) for v in result.items])
     return result
 
 
-def _involves_arrays(frame: "Frame", vars: list[Var]) -> bool:
-    def visit(var: Var) -> bool:
-        if isinstance(var, (NdarrayVar, TensorVar)) or (isinstance(var, ConstVar) and traced_candidate(var)):
-            return True
-        if isinstance(var, (TupleVar, ListVar)):
-            return any(visit(v) for v in var.items)
-        return False
-    return any(visit(v) for v in vars)
-
-
-def _holds_array(var: Var) -> bool:
+def _holds_array(var: Var, tensors: bool = False) -> bool:
+    """Whether ``var`` (or an item of it) is an array (or, with ``tensors``, a tensor)."""
     if isinstance(var, (TupleVar, ListVar)):
-        return any(_holds_array(v) for v in var.items)
-    return isinstance(var, NdarrayVar) or isinstance(var, ConstVar) and traced_candidate(var)
+        return any(_holds_array(v, tensors) for v in var.items)
+    return isinstance(var, NdarrayVar) or (tensors and isinstance(var, TensorVar)) or (
+        isinstance(var, ConstVar) and traced_candidate(var))
 
 
 def traced_candidate(var: ConstVar) -> bool:
@@ -214,7 +206,7 @@ def _trace(frame: "Frame", target: Any, args: list[Var], kwargs: dict[str, Var])
     node_args = tuple(_node_arg(frame, a) for a in args)
     node_kwargs = {k: _node_arg(frame, v) for k, v in kwargs.items()}
     result = frame.state.graph.call("call_function", target, node_args, node_kwargs)
-    return _arrays_of(frame, result, [traced(frame, a) or a for a in args])
+    return _arrays_of(result, [traced(frame, a) or a for a in args])
 
 
 def call_function(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Var]) -> Var | None:
@@ -224,7 +216,7 @@ def call_function(frame: "Frame", fn: Any, args: list[Var], kwargs: dict[str, Va
     path = function_path(fn)
     if path is None:
         return None
-    if not _involves_arrays(frame, [*args, *kwargs.values()]) and is_pure_function(fn):
+    if not any(_holds_array(v, tensors=True) for v in [*args, *kwargs.values()]) and is_pure_function(fn):
         try:  # on the sizes' values, without guarding them: np.ones((2, n)) stays symbolic
             py_args = [_hinted(a) for a in args]
             py_kwargs = {k: _hinted(v) for k, v in kwargs.items()}
@@ -355,7 +347,8 @@ def _rows(frame: "Frame", array: NdarrayVar) -> list[Var]:
     return [operator_on(frame, "[]", [array, ConstVar(i)]) for i in range(int(array.tensor.fake.shape[0]))]
 
 
-_NAMES = {symbol: op.__name__ for symbol, op in {**BINARY_OPS, **COMPARE_OPS}.items()}
+_OPERATORS = {**BINARY_OPS, **COMPARE_OPS}
+_NAMES = {symbol: op.__name__ for symbol, op in _OPERATORS.items()}
 
 
 def operator_on(frame: "Frame", name: str, operands: list[Var]) -> Var:
@@ -368,7 +361,7 @@ def operator_on(frame: "Frame", name: str, operands: list[Var]) -> Var:
     if name == "[]=":
         _trace(frame, numpy_runtime.numpy_method, [ConstVar("__setitem__"), *operands], {})
         return ConstVar(None)
-    op = {**BINARY_OPS, **COMPARE_OPS}[name]
+    op = _OPERATORS[name]
     if any(isinstance(v, TensorVar) for v in operands):
         if name.endswith("=") and name not in COMPARE_OPS and not isinstance(operands[0], TensorVar):
             op = BINARY_OPS[name[:-1]]  # ``a += t``: the array's ``__iadd__`` defers to the tensor
@@ -397,7 +390,7 @@ def _operands_fit(operands: list[Var]) -> bool:
     return all(fits(v) for v in operands)
 
 
-_TRACED_OPERATORS = frozenset({*BINARY_OPS, *COMPARE_OPS, "[]", "[]="})
+_TRACED_OPERATORS = frozenset({*_OPERATORS, "[]", "[]="})
 
 
 @handles_operator(NdarrayVar)
