@@ -39,6 +39,7 @@ from typing import Any, Callable, Sequence
 import torch
 from ember.disk_cache import cache_root, out_of_space, work_dir
 
+from . import triton_check
 from .triton import SIZE_TYPES
 from .triton_configs import LaunchConfig
 from .triton_compile import (Job, KernelRef, binary_context, binary_ext, compile_kernel, import_kernel, load_compiled,
@@ -299,6 +300,8 @@ class TritonLauncher:
         usable = sorted(i for i in self.binaries if among is None or i in among)
         if not usable:
             raise RuntimeError(f"no compiled launch configuration of kernel {self.key} fits these sizes")
+        if triton_check.enabled():
+            triton_check.check(self.key, {i: self._make_launch(i) for i in usable}, args, self._describe)
         if len(usable) == 1:
             best = usable[0]
         else:
