@@ -138,7 +138,10 @@ def test_training_with_gradient_accumulation_matches_eager(backend, mode):
             torch.testing.assert_close(q.grad, p.grad, rtol=1e-2, atol=1e-3)
         except AssertionError:  # batch norm over 2x2 maps: eager float32 itself may be far off
             ours_off, eager_off = (q.grad.double() - e.grad).abs().max(), (p.grad.double() - e.grad).abs().max()
-            assert ours_off <= 4 * eager_off + 1e-3, f"{name}: {ours_off:.3g} from float64, eager {eager_off:.3g}"
+            state = (f"cudnn tf32 {torch.backends.cudnn.allow_tf32}, benchmark {torch.backends.cudnn.benchmark}, "
+                     f"matmul tf32 {torch.backends.cuda.matmul.allow_tf32}, EMBER_INDUCTOR_STRICT "
+                     f"{os.environ.get('EMBER_INDUCTOR_STRICT')!r}")  # reproduced only in the whole suite
+            assert ours_off <= 4 * eager_off + 1e-3, f"{name}: {ours_off:.3g} from float64, eager {eager_off:.3g}; {state}"
 
 
 def test_tutorial_reduce_overhead_inference_loop():
