@@ -24,12 +24,13 @@ import torch.fx
 from ember.settle import Setter, Settling
 
 from . import debug, layout, symbolic
-from .codegen.common import CompiledKernels
+from .codegen.common import CompiledKernels, describe
 from .codegen.language import kernel_language
 from .codegen.selection import backend_for, backend_named
 from .codegen.wrapper import LayoutMismatch, WrapperCodegen, wrapper_globals
 from .graph import GraphLowering, graph_device
 from .pad_matmul import pad_matmuls
+from .profiled import RangedTwin
 from .per_shape import PerShapeGraph
 from .scheduler import FusedGroup, Scheduler
 
@@ -249,6 +250,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], defer: boo
     compiled = CompiledGraph(gm, None, None, None, {
         "wrapper": source, "device": device, "values": codegen.values, "ops": codegen.ops,
         "kernel_count": len(groups), "fallback_ops": graph.fallback_ops, "source": prepared.source,
+        "kernel_names": _kernel_names(groups, prepared.kernels, kernel_language(device.type)),
     }, pending, f"<ember_inductor wrapper {debug.graph_hash(gm)}>", strict, fallback)
     if not defer:
         pending.result()  # raises here, for the caller's fallback policy
@@ -272,8 +274,18 @@ def load_compiled_graph(artifact: dict[str, Any]) -> CompiledGraph:
     """The graph ``CompiledGraph.artifact()`` described, its kernels loaded from the caches."""
     kernels = backend_named(artifact["backend"]).load(artifact["kernels"])
     fast, checked = _wrapper(artifact, kernels, "<ember_inductor wrapper (cached)>")
-    parts = {name: artifact[name] for name in ("wrapper", "device", "values", "ops", "kernel_count", "fallback_ops")}
+    parts = {name: artifact[name] for name in ("wrapper", "device", "values", "ops", "kernel_count", "fallback_ops",
+                                               "kernel_names")}
     return CompiledGraph(artifact["gm"], fast, checked, kernels, {**parts, "source": kernels.source})
+
+
+def _kernel_names(groups: list[FusedGroup], kernels: dict[int, tuple[str, list[str]]], language: str) -> dict[str, str]:
+    """Each kernel's global name in the wrapper -> what it computes (``cpp_poi_addmm_gelu``; a
+    function run for several groups is named after the first)."""
+    names: dict[str, str] = {}
+    for g in groups:
+        names.setdefault(kernels[id(g)][0], describe(g, language))
+    return names
 
 
 def _wrapper(parts: dict[str, Any], kernels: CompiledKernels, filename: str) -> tuple[Callable, Callable]:
@@ -281,6 +293,7 @@ def _wrapper(parts: dict[str, Any], kernels: CompiledKernels, filename: str) -> 
     env = wrapper_globals(parts["device"], parts["values"], parts["ops"])
     for name, _params, fn in kernels.kernels.values():
         env[name] = fn
+    env["_ranged"] = RangedTwin(parts["wrapper"], env, parts["kernel_names"], filename)
     exec(compile(parts["wrapper"], filename, "exec"), env)
     return env["call"], env["call_checked"]
 

@@ -12,7 +12,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Protocol
 
-from ..scheduler import Scheduler
+from ..scheduler import FusedGroup, Scheduler
+
+#: At most this many op names in a kernel's name.
+NAME_OPS = 4
+
+
+def describe(group: FusedGroup, language: str) -> str:
+    """``<language>_red`` or ``<language>_poi``, then the aten ops whose buffers the kernel computes, in
+    order (``triton_red_native_batch_norm_relu``): the name profilers and tracebacks show."""
+    ops = list(dict.fromkeys(n.buf.origin for n in group.nodes if n.buf.origin))
+    kind = "red" if any(n.is_reduction for n in group.nodes) else "poi"
+    return "_".join([language, kind, *ops[:NAME_OPS]])
 
 
 @dataclasses.dataclass

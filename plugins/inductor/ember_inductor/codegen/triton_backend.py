@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from .. import ir
 from ..scheduler import FusedGroup, Scheduler
-from .common import CompiledKernels, PreparedKernels, size_param
+from .common import CompiledKernels, PreparedKernels, describe, size_param
 from .triton import TritonKernel
 from .triton_configs import LaunchConfig
 from .triton_prelude import PRELUDE
@@ -37,18 +37,6 @@ class LauncherSpec:
     hash_context: str = ""    # compiled configurations, and what they were compiled for
 
 
-#: At most this many op names in a kernel's name.
-NAME_OPS = 4
-
-
-def kernel_name(group: FusedGroup) -> str:
-    """``triton_red`` or ``triton_poi``, then the aten ops whose buffers the kernel computes, in
-    order (``triton_red_native_batch_norm_relu``): the name profilers and tracebacks show."""
-    ops = list(dict.fromkeys(n.buf.origin for n in group.nodes if n.buf.origin))
-    kind = "triton_red" if any(n.is_reduction for n in group.nodes) else "triton_poi"
-    return "_".join([kind, *ops[:NAME_OPS]])
-
-
 class TritonBackend:
     name = "triton"
 
@@ -58,7 +46,7 @@ class TritonBackend:
         for g in scheduler.groups:
             if not isinstance(g, FusedGroup):
                 continue
-            k = TritonKernel(kernel_name(g), g, scheduler.stored_buffers(g), scheduler.graph.names,
+            k = TritonKernel(describe(g, "triton"), g, scheduler.stored_buffers(g), scheduler.graph.names,
                              {sym.name for sym in scheduler.graph.symbol_sources})
             out.append((g, k, PRELUDE + "\n\n" + k.generate()))
         return out
