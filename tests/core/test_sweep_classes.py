@@ -7,7 +7,10 @@ to a few lines of code nobody here wrote would contain, captured like torch.comp
   built in the call (a dict subclass dataclass) was "not a mapping";
 - ctrl broke at ``numpy.sqrt`` of a size (3 graphs / 6 breaks for torch.compile, 6 / 10 for ember),
   perceiver at ``numpy.prod`` of one;
-- big_bird broke at each ``self.attn = self.other_attn`` (assigning a submodule in forward).
+- big_bird broke at each ``self.attn = self.other_attn`` (assigning a submodule in forward);
+- switch_transformers ran its forward eagerly: ``self.to(device)`` in forward (``torch._C._nn._parse_to``
+  taken for a change of global state, then ``p.data = p``), and ``self[f"expert_{i[0]}"]`` (an f-string of
+  a tensor: no break was possible at its FORMAT_VALUE, so the whole function ran in Python).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import numpy as np
 import torch
 
 import ember
-from core_helpers import assert_captured_like_torch
+from core_helpers import assert_captured_like_torch, no_fallback
 
 
 @dataclasses.dataclass
@@ -261,3 +264,48 @@ def test_and_of_an_expanded_mask_is_not_a_write():
         return h * (a & a.transpose(1, 2))
 
     assert_captured_like_torch(f, lambda: (torch.tensor([[True, True, False]]), torch.ones(1, 3, 3)))
+
+
+class _Moves(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin, self.head = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.head = self.head.to(y.device)  # already there: Module.to returns the same parameters
+        return self.head(y).relu()
+
+
+def test_module_to_in_forward_is_captured():
+    model = _Moves()
+    assert_captured_like_torch(lambda x: model(x), lambda: (_x(2, 4, grad=True),), grad=True)
+
+
+class _Experts(torch.nn.ModuleDict):
+    def forward(self, x, hit):
+        out = torch.zeros_like(x)
+        for i in hit:  # the experts a router chose (data-dependent: nonzero)
+            out = out + self[f"e_{i[0]}"](x)
+        return out
+
+
+def test_an_f_string_of_a_tensor_breaks_the_graph_not_the_function():
+    """torch.compile runs such a frame eagerly; ember breaks at the FORMAT_VALUE instead, and the
+    conversion and format spec are Python's (``{x!r:>8}``)."""
+    experts = _Experts({f"e_{i}": torch.nn.Linear(4, 4) for i in range(3)})
+
+    def route(x):
+        hit = torch.greater(x.sum(0)[:3], -100).nonzero()
+        return experts(x * 2, hit) + 1
+
+    def describe(x):
+        return f"{x.sum():.3f}|{x.shape[0]!r:>4}|{x.max()!s}|{x.min()!a}"
+
+    x = _x(5, 4)
+    for fn in (route, describe):
+        for backend in ("eager", "aot_eager"):
+            with no_fallback():
+                got = [ember.compile(fn, backend=backend)(x) for _ in range(2)]
+            for out in got:
+                assert out == fn(x) if isinstance(out, str) else torch.equal(out, fn(x))

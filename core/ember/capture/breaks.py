@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 _JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"}
 _SIMPLE = {"CALL", "CALL_FUNCTION_EX", "STORE_ATTR", "STORE_SUBSCR", "STORE_GLOBAL", "LOAD_ATTR",
            "LOAD_METHOD", "BINARY_SUBSCR", "BINARY_OP", "COMPARE_OP", "UNARY_NOT", "GET_ITER",
-           "DELETE_SUBSCR", "CONTAINS_OP", "IS_OP", "BEFORE_WITH"}
+           "DELETE_SUBSCR", "CONTAINS_OP", "IS_OP", "BEFORE_WITH", "FORMAT_VALUE"}
+#: FORMAT_VALUE's conversion (its flags' low bits): ``f"{x!r}"`` formats ``repr(x)``
+_CONVERSIONS = ("", "str", "repr", "ascii")
 
 
 @dataclasses.dataclass
@@ -268,6 +270,10 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         w.finish.append(f"    if ___r is ___ctx:\n        return {w.resume_call(next_offset)}")
         w.slots[-1] = (VALUE, "___r")
         return _resume_after(w, next_offset, None)
+    elif op == "FORMAT_VALUE":  # an f-string's ``{x}`` (``{x!r:>8}``): format(conversion(x), spec)
+        spec = w.pop()[0] if ins.arg & 0x04 else None
+        (a,) = w.pop()
+        emit(f"    ___r = format({_CONVERSIONS[ins.arg & 0x03]}({value(a)}), {value(spec) if spec else repr('')})")
     elif op == "GET_ITER":
         (a,) = w.pop()
         emit(f"    ___r = list({value(a)})")

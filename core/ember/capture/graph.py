@@ -265,7 +265,7 @@ class GraphBuilder:
 
 
 _QUERY_PREFIXES = ("is_", "get_", "_is_", "_get_", "_are_", "can_", "promote_types", "result_type", "finfo", "iinfo",
-                   "broadcast_shapes", "Size", "device", "numel", "typename")
+                   "broadcast_shapes", "Size", "device", "numel", "typename", "_parse_to")
 
 
 def _has_symbols(env: ShapeEnv) -> bool:

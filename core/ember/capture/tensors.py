@@ -146,6 +146,8 @@ def _store_tensor_attr(frame: "Frame", obj: TensorVar, name: str, value: Any, de
         source, tensor = found  # replayed on the input itself (zero_grad's ``p.grad = None``)
         frame.state.side_effects.store_attr(ConstVar(tensor, source), tensor, name, value)
         return
+    if name == "data" and value is obj:  # ``p.data = p``: Module.to/_apply of a tensor already converted
+        return
     if name == "requires_grad" and obj.node.op != "placeholder" and isinstance(value, ConstVar):
         # a tensor made in the graph: ``requires_grad_`` there (an input's flag changes at a break)
         frame.state.graph.call("call_method", "requires_grad_", (obj, value), {})
