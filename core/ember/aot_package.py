@@ -90,17 +90,14 @@ def _spec(name: str, t: torch.Tensor) -> dict[str, Any]:
             "device": str(t.device), "stride": list(t.stride())}
 
 
-def _import_output_types(node: Any) -> None:
-    """Import the modules of the classes named in a dumped tree spec (their pytree registration)."""
-    if isinstance(node, dict):
-        module = (node.get("type") or "").rpartition(".")[0]
-        if module:
-            importlib.import_module(module)
-        for child in node.get("children_spec", ()):
-            _import_output_types(child)
-    elif isinstance(node, list):
-        for child in node:
-            _import_output_types(child)
+def _import_output_types(node: dict[str, Any]) -> None:
+    """Import the modules of the classes named in a node of a dumped tree spec (where they
+    register with pytree: a transformers ``ModelOutput``)."""
+    module = (node.get("type") or "").rpartition(".")[0]
+    if module:
+        importlib.import_module(module)
+    for child in node.get("children_spec", ()):
+        _import_output_types(child)
 
 
 class AOTPackage:
@@ -115,7 +112,7 @@ class AOTPackage:
         self._graph_inputs = [(kind, self._positions[name] if kind == "arg" else name)
                               for kind, name in manifest["graph_inputs"]]
         outputs = manifest["outputs"]
-        _import_output_types(json.loads(outputs["spec"]))
+        _import_output_types(json.loads(outputs["spec"])[1])  # [protocol, root node]
         self._spec = pytree.treespec_loads(outputs["spec"])
         self._leaves = outputs["leaves"]
 

@@ -19,8 +19,9 @@ so a package records the device's name and is refused on another.
 from __future__ import annotations
 
 import os
+import pathlib
 import pickle
-import shutil
+import platform
 from typing import Any, Callable, Sequence
 
 import torch
@@ -51,9 +52,7 @@ class InductorPackager:
         extension = "cpp" if kernels.backend == "cpp" else "py"
         _write(folder, f"kernels/source.{extension}", kernels.source.encode())
         for name, path in kernels.files().items():
-            target = os.path.join(folder, "kernels", name)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copyfile(path, target)
+            _write(folder, f"kernels/{name}", pathlib.Path(path).read_bytes())
         from ember_aot.plan_cache import dumps  # operators by name, as plans are stored
         _write(folder, "graph.pkl", dumps(artifact))
         return {"device": str(device), "language": kernels.backend, "files": sorted(kernels.files())}
@@ -101,7 +100,6 @@ def _device_name(device: torch.device) -> str:
         with open("/proc/cpuinfo") as f:
             return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
-        import platform
         return platform.processor() or platform.machine()
 
 
