@@ -7,7 +7,8 @@ kernels, C++ shared objects or Triton binaries, and its generated wrapper) and w
     manifest.json   versions (ember, torch, Python, machine, and the backend's: triton, device),
                     the call's tensor arguments (name, shape, dtype, device, stride), the graph's
                     inputs (arguments and weights, in order), the result's structure
-    weights.pt      the parameters, buffers and other tensors the graph reads (``torch.save``)
+    weights.pt      the parameters, buffers and other tensors the graph reads (``torch.save``, from
+                    the CPU; the manifest names each one's device)
 
 ``aot_load`` (in any process) checks the versions, loads the weights and the packager's part and
 returns an :class:`AOTPackage`: nothing is captured, traced, generated or compiled. Packages are
@@ -44,12 +45,12 @@ def aot_compile(model_or_fn: Callable[..., Any], example_args: tuple, path: str,
     captured = capture_call(model_or_fn, tuple(example_args), kwargs)
     os.makedirs(path, exist_ok=True)
     info = packager.save(captured.gm, captured.example_inputs, path, dict(options or {}))
-    torch.save(captured.weights, os.path.join(path, WEIGHTS))
+    torch.save({name: t.cpu() for name, t in captured.weights.items()}, os.path.join(path, WEIGHTS))
     tensors = dict(zip(captured.arg_names, [*example_args, *kwargs.values()]))
     manifest = {
         "format": FORMAT, "backend": backend, "versions": {**versions(), **packager.versions(info)},
         "inputs": [_spec(n, tensors[n]) for n in captured.arg_names],
-        "graph_inputs": captured.inputs,
+        "graph_inputs": captured.inputs, "weights": {name: str(t.device) for name, t in captured.weights.items()},
         "outputs": {"spec": pytree.treespec_dumps(captured.out_spec), "leaves": captured.out_leaves},
         "backend_info": info,
     }
@@ -71,8 +72,10 @@ def aot_load(path: str) -> AOTPackage:
     differ = [f"{k} {made.get(k)!r} (this process has {here.get(k)!r})" for k in sorted({*made, *here})
               if made.get(k) != here.get(k)]
     if differ:
-        raise PackageMismatch(f"the ember package {path} was built for other versions or another machine: {'; '.join(differ)}")
-    weights = torch.load(os.path.join(path, WEIGHTS), weights_only=True, mmap=True)
+        raise PackageMismatch(f"the ember package {path} was built for other versions or another machine: "
+                              f"{'; '.join(differ)}")
+    weights = torch.load(os.path.join(path, WEIGHTS), weights_only=True, mmap=True)  # saved on the CPU
+    weights = {name: t.to(manifest["weights"][name]) for name, t in weights.items()}
     run = packager.load(path, manifest["backend_info"])
     return AOTPackage(run, manifest, weights)
 
@@ -107,10 +110,8 @@ class AOTPackage:
         self.manifest = manifest
         self._run = run
         self._inputs = manifest["inputs"]
-        self._positions = {spec["name"]: i for i, spec in enumerate(self._inputs)}
         self._weights = weights
-        self._graph_inputs = [(kind, self._positions[name] if kind == "arg" else name)
-                              for kind, name in manifest["graph_inputs"]]
+        self._graph_inputs = manifest["graph_inputs"]
         outputs = manifest["outputs"]
         _import_output_types(json.loads(outputs["spec"])[1])  # [protocol, root node]
         self._spec = pytree.treespec_loads(outputs["spec"])
@@ -118,26 +119,27 @@ class AOTPackage:
 
     def __call__(self, *args: torch.Tensor, **kwargs: torch.Tensor) -> Any:
         tensors = self._bind(args, kwargs)
-        inputs = [tensors[key] if kind == "arg" else self._weights[key] for kind, key in self._graph_inputs]
+        inputs = [tensors[name] if kind == "arg" else self._weights[name] for kind, name in self._graph_inputs]
         with torch.no_grad():
             outs = self._run(*inputs)
         leaves = [outs[leaf["output"]] if "output" in leaf else leaf["constant"] for leaf in self._leaves]
         return pytree.tree_unflatten(leaves, self._spec)
 
-    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, torch.Tensor]:
         names = [spec["name"] for spec in self._inputs]
         if len(args) > len(names) or set(kwargs) - set(names[len(args):]) or len(args) + len(kwargs) != len(names):
             raise TypeError(f"this ember package takes the tensor arguments ({', '.join(names)}); got "
                             f"{len(args)} positional and {sorted(kwargs)} keyword argument(s)")
         given = [*args, *(kwargs[n] for n in names[len(args):])]
-        return [_checked(value, spec) for value, spec in zip(given, self._inputs)]
+        return {spec["name"]: _checked(value, spec) for value, spec in zip(given, self._inputs)}
 
 
 def _checked(value: Any, spec: dict[str, Any]) -> torch.Tensor:
     """``value`` when it matches ``spec``, a copy with the packaged strides when only they differ;
     ``PackageMismatch`` naming the argument otherwise."""
     if not isinstance(value, torch.Tensor):
-        raise PackageMismatch(f"argument {spec['name']!r} of this ember package is a tensor, not {type(value).__name__}")
+        raise PackageMismatch(f"argument {spec['name']!r} of this ember package is a tensor, not "
+                              f"{type(value).__name__}")
     got = _spec(spec["name"], value)
     for key in ("shape", "dtype", "device"):
         if got[key] != spec[key]:

@@ -141,6 +141,8 @@ def test_calls_are_checked_against_the_manifest(tmp_path) -> None:
         package(torch.randn(4, 16))
     with pytest.raises(ember.PackageMismatch, match="dtype float32, not float64"):
         package(torch.randn(8, 16, dtype=torch.float64))
+    with pytest.raises(ember.PackageMismatch, match="device cpu, not meta"):
+        package(torch.empty(8, 16, device="meta"))
     with pytest.raises(TypeError, match=r"takes the tensor arguments \(input\)"):
         package(torch.randn(8, 16), torch.randn(8, 16))
     x = torch.randn(16, 8).t()  # other strides: copied to the packaged ones
