@@ -32,7 +32,9 @@ FOLDERS = ("cpp", "plans", "triton", "triton_bin")
 _HEADER = "versions.json"
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
+    """What compiled artifacts depend on: ember, torch, Python (major.minor) and the machine's
+    architecture (shared with ``ember.aot_compile``'s packages)."""
     try:
         ember = importlib.metadata.version("ember")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
@@ -46,7 +48,7 @@ def save_cache_artifacts() -> bytes:
     root = cache_root()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        header = json.dumps(_versions()).encode()
+        header = json.dumps(versions()).encode()
         info = tarfile.TarInfo(_HEADER)
         info.size = len(header)
         tar.addfile(info, io.BytesIO(header))
@@ -74,8 +76,8 @@ def load_cache_artifacts(data: bytes) -> int:
     with tar:
         header = tar.extractfile(_HEADER) if _HEADER in tar.getnames() else None
         made_with = json.load(header) if header is not None else None
-        if made_with != _versions():
-            raise ValueError(f"ember cache artifacts made with {made_with}; this process has {_versions()}")
+        if made_with != versions():
+            raise ValueError(f"ember cache artifacts made with {made_with}; this process has {versions()}")
         members = [m for m in tar.getmembers() if m.name != _HEADER]
         for m in members:
             folder, _, name = m.name.partition("/")
@@ -99,4 +101,4 @@ def _write(directory: str, name: str, payload: bytes) -> None:
         raise
 
 
-__all__ = ["load_cache_artifacts", "save_cache_artifacts"]
+__all__ = ["load_cache_artifacts", "save_cache_artifacts", "versions"]

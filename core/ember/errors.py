@@ -14,6 +14,11 @@ class BackendCompilerFailed(EmberError):
     """A backend raised while compiling a graph (raised only when fallback is disabled)."""
 
 
+class PackageMismatch(EmberError):
+    """An ahead-of-time package (``ember.aot_load``) was built for other versions or another
+    machine, or a call's inputs do not match the ones it was compiled for."""
+
+
 class Unsupported(EmberError):
     """Capture met something it cannot put in a graph (raised with fullgraph=True)."""
 

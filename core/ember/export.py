@@ -20,7 +20,7 @@ from .compiled import format_unsupported
 from .errors import Unsupported
 
 
-def _target(fn: Callable[..., Any]) -> tuple[types.FunctionType, tuple]:
+def call_target(fn: Callable[..., Any]) -> tuple[types.FunctionType, tuple]:
     if isinstance(fn, torch.nn.Module):
         return type(fn).forward, (fn,)
     if isinstance(fn, types.MethodType):
@@ -32,7 +32,7 @@ def _target(fn: Callable[..., Any]) -> tuple[types.FunctionType, tuple]:
 
 def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.GraphModule, list[str]]:
     """Capture ``fn`` on these arguments as one graph; returns ``(graph_module, guards)``."""
-    func, bound = _target(fn)
+    func, bound = call_target(fn)
     L = make_binder(func)(*bound, *args, **kwargs)
     try:
         cap = capture(func, L, allow_breaks=False)

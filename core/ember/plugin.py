@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import pluggy
 
@@ -42,8 +42,8 @@ class BackendSpec:
                  attribute ``dynamic = True``.
     check:       optional ``"module:attr"`` (or callable) returning "" when the backend can run
                  on this machine, else the reason it cannot (e.g. "needs a CUDA device").
-    dynamic:     the compiler takes graphs with symbolic sizes and returns a callable right for
-                 every size the guards admit; without it, the core compiles per concrete shape.
+    packager:    optional ``"module:attr"`` (or object) naming the backend's :class:`Packager`,
+                 which ``ember.aot_compile`` packages need; None: the backend makes no packages.
     """
 
     name: str
@@ -56,6 +56,7 @@ class BackendSpec:
     check: str | Callable[[], str] | None = None
     dynamic: bool = False
     options: Sequence[str] | str | None = None
+    packager: Any = None
 
     def option_names(self) -> Sequence[str] | None:
         """The keys ``options=`` may hold (see ``options``), or None when not declared."""
@@ -92,6 +93,30 @@ class BackendSpec:
         """Import (if named by a string) and return the compiler callable."""
         return _resolve(self.compiler)
 
+    def load_packager(self) -> Packager | None:
+        """Import (if named by a string) and return the packager; None when there is none."""
+        return _resolve(self.packager) if isinstance(self.packager, str) else self.packager
+
+
+class Packager(Protocol):
+    """What ``ember.aot_compile`` and ``ember.aot_load`` need from a backend."""
+
+    def save(self, gm: Any, example_inputs: Sequence[Any], folder: str, options: dict) -> dict:
+        """Compile ``gm`` (a torch-level graph run under no_grad, weights among its inputs) for
+        ``example_inputs`` and write what runs it into ``folder``; returns JSON-able facts for
+        the manifest, given back to ``load``. Its ``versions`` entry (a dict of strings) is
+        checked against :meth:`versions` when loading."""
+        ...
+
+    def versions(self, info: dict) -> dict:
+        """What a package saved with ``info`` needs of this process (e.g. the device's name)."""
+        ...
+
+    def load(self, folder: str, info: dict) -> Callable[..., tuple]:
+        """What ``save`` wrote, ready to run: takes the graph's inputs, returns its outputs as a
+        tuple. Generates, traces and compiles nothing."""
+        ...
+
 
 def _resolve(target: Any) -> Any:
     """Return ``target`` itself if callable, else import ``"module:attr.path"``."""
@@ -117,4 +142,4 @@ class EmberHookSpecs:
         """``ember.reset()`` was called: drop caches and free memory held for compiled code."""
 
 
-__all__ = ["BackendSpec", "CompilerFn", "EmberHookSpecs", "hookimpl", "hookspec", "PROJECT"]
+__all__ = ["BackendSpec", "CompilerFn", "EmberHookSpecs", "Packager", "hookimpl", "hookspec", "PROJECT"]

@@ -65,7 +65,7 @@ def _blob(versions: dict, entries: dict[str, bytes]) -> bytes:
 
 def test_blobs_of_other_versions_or_with_stray_entries_are_refused(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
-    here = cache_artifacts._versions()
+    here = cache_artifacts.versions()
     with pytest.raises(ValueError, match="made with"):
         ember.load_cache_artifacts(_blob({**here, "torch": "0.0.1"}, {}))
     for stray in ("../escape.so", "cpp/../../escape.so", "native/guards.so", "cpp/sub/x.so"):

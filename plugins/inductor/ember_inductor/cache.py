@@ -75,6 +75,13 @@ def _load_or_build(source: str, directory: str) -> ctypes.CDLL:
         return lib
 
 
+def open_library(so_path: str) -> ctypes.CDLL:
+    """The shared object at ``so_path`` (a package's), after checking it against its SHA-256 file."""
+    if not digest_matches(so_path):
+        raise RuntimeError(f"{so_path} is missing or does not match its SHA-256 file {so_path}.sha256")
+    return ctypes.CDLL(so_path)
+
+
 def _try_load(so_path: str) -> ctypes.CDLL | None:
     if not digest_matches(so_path):
         if os.path.exists(so_path):

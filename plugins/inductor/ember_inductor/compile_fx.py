@@ -67,6 +67,11 @@ class CompiledGraph:
         return self._gm
 
     @property
+    def built_kernels(self) -> CompiledKernels | None:
+        """The loaded kernels (None before they are built, or for a graph run as its aten graph)."""
+        return self._keepalive if isinstance(self._keepalive, CompiledKernels) else None
+
+    @property
     def kernel_count(self) -> int:
         return self._parts.get("kernel_count", 0)
 
@@ -103,7 +108,7 @@ class CompiledGraph:
                     per_shape = self._fallback()
                     self._fast = self._call = per_shape
                 else:
-                    self._fast = self._call = _run_gm(self.gm)
+                    self._fast = self._call = run_gm(self.gm)
             else:
                 self._fast, self._call = _wrapper(self._parts, kernels, self._filename)
                 self._keepalive = kernels
@@ -117,7 +122,7 @@ class CompiledGraph:
             out = self._call(*args)
         except LayoutMismatch as exc:
             log.warning("ember_inductor: %s; running this graph with aten instead", exc)
-            self._fast = self._call = _run_gm(self.gm)
+            self._fast = self._call = run_gm(self.gm)
             self._holders.done(self._fast)
             return self._fast(*args)
         except RuntimeError as exc:
@@ -127,7 +132,7 @@ class CompiledGraph:
             # seen twice); if aten raises too, that is the program's error, raised as eager's.
             if self._strict or _writes_inputs(self.gm):
                 raise
-            aten = _run_gm(self.gm)
+            aten = run_gm(self.gm)
             out = aten(*args)
             log.warning("ember_inductor: the compiled graph failed on its first call (%s: %s); running "
                         "this graph with aten instead", type(exc).__name__, exc)
@@ -187,7 +192,8 @@ def _writes_inputs(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-def _run_gm(gm: torch.fx.GraphModule) -> Callable:
+def run_gm(gm: torch.fx.GraphModule) -> Callable:
+    """``gm`` run as it is, its outputs a tuple (as the wrapper's)."""
     def run(*args: Any) -> Any:
         out = gm(*args)
         return tuple(out) if isinstance(out, (list, tuple)) else (out,)
@@ -236,7 +242,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], defer: boo
     if dump:
         dump.write_ir(graph, scheduler)
     groups = [g for g in scheduler.groups if isinstance(g, FusedGroup)]
-    run = _run_gm(gm)
+    run = run_gm(gm)
     if not groups and not graph.runs_other_ops:  # aten's graph runs the same ops
         return CompiledGraph(gm, run, run, None, {"fallback_ops": graph.fallback_ops})
     prepared = backend_for(device.type).prepare(scheduler)
@@ -270,9 +276,10 @@ def _build_on(device: torch.device, build: Callable[[], CompiledKernels]) -> Com
         return build()
 
 
-def load_compiled_graph(artifact: dict[str, Any]) -> CompiledGraph:
-    """The graph ``CompiledGraph.artifact()`` described, its kernels loaded from the caches."""
-    kernels = backend_named(artifact["backend"]).load(artifact["kernels"])
+def load_compiled_graph(artifact: dict[str, Any], kernels: CompiledKernels | None = None) -> CompiledGraph:
+    """The graph ``CompiledGraph.artifact()`` described, its kernels loaded from the caches (or
+    ``kernels``, loaded by the caller)."""
+    kernels = kernels or backend_named(artifact["backend"]).load(artifact["kernels"])
     fast, checked = _wrapper(artifact, kernels, "<ember_inductor wrapper (cached)>")
     parts = {name: artifact[name] for name in ("wrapper", "device", "values", "ops", "kernel_count", "fallback_ops",
                                                "kernel_names")}

@@ -17,5 +17,6 @@ def ember_backends() -> list[BackendSpec]:
             accepts_options=True,
             options=("strict", "eager_fallback"),  # read by backend.py and measured.py
             dynamic=True,
+            packager="ember_inductor.package:PACKAGER",  # ember.aot_compile / aot_load
         )
     ]

@@ -33,6 +33,9 @@ class CompiledKernels:
     tensor_args: bool = False  # kernels take tensors (Triton) instead of data pointers (C++)
     spec: Any = None  # picklable: what the backend's ``load`` needs to load these kernels again
     backend: str = ""  # the name of the backend that made them
+    #: the files they run from, by their path in a package (``ember_inductor.package``); asked
+    #: after a first call, since Triton's autotuning writes its choice then
+    files: Callable[[], dict[str, str]] = dict
 
 
 @dataclasses.dataclass

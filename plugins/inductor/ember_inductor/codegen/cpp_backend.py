@@ -6,6 +6,7 @@ A kernel that checks indirect indices returns nonzero when one was out of range;
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 from typing import Any, Callable
 
@@ -45,13 +46,14 @@ class CppBackend:
         source, meta = self.generate(scheduler)
         return PreparedKernels(source, meta, False, lambda: self._load(source, meta))
 
-    def load(self, spec: tuple[str, list[tuple[str, list[str]]]]) -> CompiledKernels:
+    def load(self, spec: tuple[str, list[tuple[str, list[str]]]], library: str = "") -> CompiledKernels:
+        """``library``: the built shared object's path, instead of the cache's (a package's)."""
         source, kernels = spec
-        return self._load(source, {name: (name, params) for name, params in kernels})
+        return self._load(source, {name: (name, params) for name, params in kernels}, library)
 
     @staticmethod
-    def _load(source: str, meta: dict[Any, tuple[str, list[str]]]) -> CompiledKernels:
-        lib = cache.load_library(source)
+    def _load(source: str, meta: dict[Any, tuple[str, list[str]]], library: str = "") -> CompiledKernels:
+        lib = cache.open_library(library) if library else cache.load_library(source)
         kernels = {}
         for gid, (name, params) in meta.items():
             fn = getattr(lib, name)
@@ -61,7 +63,9 @@ class CppBackend:
                 fn.restype = ctypes.c_int64
                 fn.errcheck = _index_errcheck(lib.ember_take_index_error)
             kernels[gid] = (name, params, fn)
-        return CompiledKernels(source, kernels, spec=(source, list(meta.values())), backend=CppBackend.name)
+        name = f"cpp/{os.path.basename(lib._name)}"
+        return CompiledKernels(source, kernels, spec=(source, list(meta.values())), backend=CppBackend.name,
+                               files=lambda: {name: lib._name, f"{name}.sha256": f"{lib._name}.sha256"})
 
 
 def _index_errcheck(take: Any) -> Callable[..., Any]:

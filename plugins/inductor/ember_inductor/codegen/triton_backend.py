@@ -83,8 +83,9 @@ class TritonBackend:
         compile_all([launcher for _, _, launcher in kernels.values()])
         done = [dataclasses.replace(s, binary_hashes=kernels[gid][2].binary_hashes,
                                     hash_context=kernels[gid][2].hash_context) for gid, s in specs.items()]
-        return CompiledKernels(source, kernels, tensor_args=True, spec=(source, done),
-                               backend=TritonBackend.name)
+        launchers = [launcher for _, _, launcher in kernels.values()]
+        return CompiledKernels(source, kernels, tensor_args=True, spec=(source, done), backend=TritonBackend.name,
+                               files=lambda: {k: v for ln in launchers for k, v in ln.files().items()})
 
 
 def generate_triton(fn: Callable, example_inputs: Sequence[Any]) -> dict[str, tuple[str, TritonKernel]]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import importlib.util
+import json
 import os
 import pickle
 import queue
@@ -113,10 +114,18 @@ def load_compiled(fn: Any, signature: dict[str, str], constexprs: dict[str, int]
     from triton.compiler.compiler import CompiledKernel
     from triton.runtime.cache import get_cache_manager
     src = _source(fn, signature, constexprs, divisible)
-    group = get_cache_manager(binary_hash).get_group(f"{src.name[:150]}.json")
-    if not group:
+    manager = get_cache_manager(binary_hash)
+    group = manager.get_file(f"__grp__{src.name[:150]}.json")
+    if group is None:
         return None
-    needed = {name: path for name, path in group.items() if name.endswith((".json", f".{binary_ext}"))}
+    with open(group) as f:
+        names = json.load(f).get("child_paths") or {}
+    # the group's files beside it: Triton records where they were written, and a package
+    # (``ember_inductor.package``) carries them elsewhere
+    needed = {name: os.path.join(os.path.dirname(group), name) for name in names
+              if name.endswith((".json", f".{binary_ext}"))}
+    if not needed or not all(os.path.exists(path) for path in needed.values()):
+        return None
     return CompiledKernel(src, needed, binary_hash)
 
 

@@ -27,6 +27,7 @@ persistent configuration competes only in buckets whose rows it holds whole
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import hashlib
 import json
@@ -34,7 +35,7 @@ import logging
 import os
 import statistics
 import tempfile
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from ember.disk_cache import cache_root, out_of_space, work_dir
@@ -59,6 +60,28 @@ AUTOTUNE_HOLD_CYCLES = 500_000
 #: among other configurations, is tuned again (choices timed as launched, from a warm cache,
 #: were noise for short kernels).
 AUTOTUNE_SCHEME = 2
+
+
+#: kernel key -> the folder of a loaded package that holds its source (``reading_from``)
+_PACKAGED: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def reading_from(folder: str) -> Iterator[None]:
+    """Kernels loaded in this block come from a package's ``folder`` (``ember_inductor.package``):
+    their sources and autotuning choices from ``folder/triton`` (for good), their binaries and C
+    launchers from ``folder/triton_bin`` (Triton's cache points there while the block runs)."""
+    sources = os.path.join(folder, "triton")
+    _PACKAGED.update((name[:-3], sources) for name in os.listdir(sources) if name.endswith(".py"))
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton_bin")
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TRITON_CACHE_DIR"]
+        else:
+            os.environ["TRITON_CACHE_DIR"] = saved
 
 
 def kernel_dir() -> str:
@@ -114,6 +137,8 @@ def write_kernel(source: str) -> str:
 def kernel_path(key: str) -> str:
     """The kernel's source: in this process's kernel folder, else where it was written before the
     disk filled up (``ember.disk_cache.out_of_space`` moved the folder)."""
+    if key in _PACKAGED:
+        return os.path.join(_PACKAGED[key], f"{key}.py")
     path = os.path.join(kernel_dir(), f"{key}.py")
     earlier = os.path.join(cache_root(), "triton", f"{key}.py")
     return earlier if not os.path.exists(path) and os.path.exists(earlier) else path
@@ -163,7 +188,23 @@ class TritonLauncher:
     # -- compilation -------------------------------------------------------------------------
     def _tuning_path(self) -> str:
         dev = torch.cuda.get_device_name().replace(" ", "_").replace("/", "_")
-        return os.path.join(kernel_dir(), f"{self.key}.{dev}.json")
+        return os.path.join(os.path.dirname(kernel_path(self.key)), f"{self.key}.{dev}.json")
+
+    def files(self) -> dict[str, str]:
+        """The files this kernel runs from, by their path in a package: its source, its autotuning
+        choice, and the Triton cache entries of its compiled binaries and their C launchers."""
+        from triton.runtime.cache import get_cache_manager
+        found = {f"triton/{self.key}.py": kernel_path(self.key)}
+        tuning = self._tuning_path() if self.binaries else ""
+        if os.path.exists(tuning):
+            found[f"triton/{os.path.basename(tuning)}"] = tuning
+        for binary in self.binaries.values():
+            launcher = getattr(getattr(binary.run.launch, "__self__", None), "__file__", "")
+            for entry in (get_cache_manager(binary.hash).cache_dir, os.path.dirname(launcher) if launcher else ""):
+                for name in os.listdir(entry) if entry else ():
+                    if os.path.isfile(os.path.join(entry, name)):
+                        found[f"triton_bin/{os.path.basename(entry)}/{name}"] = os.path.join(entry, name)
+        return found
 
     def _offered(self) -> list[str]:
         """The configurations a choice is made among, as saved with it."""
