@@ -95,8 +95,10 @@ def test_every_product_module_has_a_docstring():
 #: 32,800 for issue 49's HTML compile report (report.py) and the registry sweep's capture classes; to
 #: 33,300 for numpy traced as torch ops (numpy_arrays, numpy_runtime: about 500 lines); to 33,400 for
 #: issue 47's pointwise scatter, split column sums and shared pads, and relative imports in capture;
-#: to 33,450 for list.remove and list.__new__ (Dynamo's list behaviours).
-MAX_PRODUCT_LINES = 33_450
+#: to 33,450 for list.remove and list.__new__ (Dynamo's list behaviours); to 33,520 for iterators live
+#: at a graph break (generators run ahead that change only their own values, for loops over real
+#: iterators advanced by next() at a break, generators made in Python when they cannot run ahead).
+MAX_PRODUCT_LINES = 33_520
 MAX_FILE_LINES = 760
 
 
