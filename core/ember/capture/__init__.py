@@ -185,9 +185,9 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
             replay = state.side_effects.replay_lines(builder)  # after the stack is rebuilt, before the step
             makes, fills = builder.cell_lines()  # a closure cell holding what Python cannot rebuild
         except Unsupported as inner:
-            made_at = getattr(inner, "made_at", None)  # a generator that cannot be run ahead: Python makes it
-            if made_at is not None and made_at not in state.in_python:
-                raise RetryCapture(frozenset({made_at})) from exc
+            gen = getattr(inner, "unforced", None)  # a loop's generator that cannot run ahead: Python makes it
+            if gen is not None and gen.made_at not in (None, *state.in_python) and any(v is gen for v in snap.stack):
+                raise RetryCapture(frozenset({gen.made_at})) from exc
             exc.no_break_reason = str(inner)
             raise exc from inner
         tail, resumes, reason = makes + plan.prefix + replay + fills + plan.native, plan.resumes, exc

@@ -8,8 +8,10 @@ instruction breaking the graph started is made again by calling its function. A 
 ``IteratorVar`` is a list iterator over its items left. On the stack at a break (a ``for`` loop's
 iterator) and reached from nothing else, the items left are a list the resume function iterates
 over in its capture; otherwise one real iterator, which a loop advances with ``next()`` at a break
-(``breaks.py``). A generator that cannot run ahead stops the capture, which starts again with the
-outermost call that made it run in Python at a break (``CaptureState.in_python``).
+(``breaks.py``). A ``for`` loop's generator that cannot run ahead (it changes what the code after
+the break sees) stops the capture, which starts again with the outermost call that made it run
+in Python at a break (``CaptureState.in_python``); elsewhere, or for a break inside its body, the
+function runs in Python, as with torch.compile.
 
 When the compiled function returns (or breaks the graph), a generator it made and leaves
 suspended inside a ``try`` block (or in ``yield from`` an iterator with a ``close``), which nothing
@@ -58,13 +60,14 @@ def items_left(var: Var, live: list[Var] | None) -> list[Var] | None:
     reached = None if live is None else lambda items: _reached(live, var, items)
     if isinstance(var, GeneratorVar):
         if var.forced is None and var.status in ("created", "suspended") and not _remake(var):
+            if var.stale:
+                raise Unsupported(f"{_name(var)} is suspended at a graph break and was run on by the instruction "
+                                  "that breaks: it cannot be rebuilt")
             try:
-                if var.stale:
-                    raise Unsupported(f"{_name(var)} is suspended at a graph break and was run on by the "
-                                      "instruction that breaks: it cannot be rebuilt")
                 var.forced = force(var.frame, var, _name(var), reached)
-            except Unsupported as exc:  # the capture may start again, with the call making it run in Python
-                exc.made_at = var.made_at
+            except Unsupported as exc:  # a loop's: the capture may start again, the call making it in Python
+                if getattr(exc, "cannot_run_ahead", False):
+                    exc.unforced = var
                 raise
         return var.forced
     if isinstance(var, LazyIterVar):

@@ -15,10 +15,11 @@ would see later (but values the generator made that nothing after the graph reac
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 import torch
 
+from ..errors import Unsupported
 from .dispatch import call, drain, handles_iter, handles_next, handles_truth, is_lazy, next_item, truthy
 from .exceptions import Raised, throw
 from .ops import get_iter
@@ -182,6 +183,14 @@ def make(frame: "Frame", kind: str, iterables: list[Var], fn: Var | None = None,
     return LazyIterVar(frame, kind, parts, fn, **state)
 
 
+def _refuse(reason: str) -> NoReturn:
+    """Running ahead is refused (not the capture of the iterator's body): a generator a ``for`` loop
+    reads at a break may be made in Python instead (generator_outputs)."""
+    exc = Unsupported(reason)
+    exc.cannot_run_ahead = True
+    raise exc
+
+
 def force(frame: "Frame", var: Var, what: str, reached: Callable[[list[Var]], set[int]] | None = None) -> list[Var]:
     """The items the lazy iterator ``var`` has left, read now, ahead of Python. Refused when
     reading them raises, changes something other than iterators that Python would see later (a
@@ -200,7 +209,7 @@ def force(frame: "Frame", var: Var, what: str, reached: Callable[[list[Var]], se
             if item is None:
                 break
             if len(items) >= MAX_GENERATOR_ITEMS:
-                frame.fail(f"{what} is live after the graph, and it yields more than {MAX_GENERATOR_ITEMS} items when "
+                _refuse(f"{what} is live after the graph, and it yields more than {MAX_GENERATOR_ITEMS} items when "
                            "run to its end (endless?)")
             items.append(item)
         touched = [v for v, _ in state.undo.values() if not (is_lazy(v) or isinstance(v, IteratorVar))]
@@ -208,7 +217,7 @@ def force(frame: "Frame", var: Var, what: str, reached: Callable[[list[Var]], se
             seen = reached(items)
             touched = [v for v in touched if v.source is not None or id(v) in seen]
     except Raised as raised:
-        frame.fail(f"{raised.describe()} raised by {what}, live after the graph: its items left are run ahead "
+        _refuse(f"{raised.describe()} raised by {what}, live after the graph: its items left are run ahead "
                    "(Python would raise it later)")
         raise AssertionError from None
     finally:
@@ -216,11 +225,11 @@ def force(frame: "Frame", var: Var, what: str, reached: Callable[[list[Var]], se
     after = state.side_effects
     if any(n.meta.get("mutates") and any(isinstance(a, torch.fx.Node) for a in n.args)
            for n in state.graph.graph.nodes if n not in nodes):
-        frame.fail(f"{what} is live after the graph, and running it to its end changes a tensor in place (Python "
+        _refuse(f"{what} is live after the graph, and running it to its end changes a tensor in place (Python "
                    "would change it later)")
     if touched or (after.attrs, after.globals, after.containers) != (effects.attrs, effects.globals,
                                                                      effects.containers):
-        frame.fail(f"{what} is live after the graph, and running it to its end has side effects "
+        _refuse(f"{what} is live after the graph, and running it to its end has side effects "
                    "(Python would run them later)")
     return items
 
