@@ -210,7 +210,7 @@ def force(frame: "Frame", var: Var, what: str, reached: Callable[[list[Var]], se
                 break
             if len(items) >= MAX_GENERATOR_ITEMS:
                 _refuse(f"{what} is live after the graph, and it yields more than {MAX_GENERATOR_ITEMS} items when "
-                           "run to its end (endless?)")
+                        "run to its end (endless?)")
             items.append(item)
         touched = [v for v, _ in state.undo.values() if not (is_lazy(v) or isinstance(v, IteratorVar))]
         if touched and reached is not None:
@@ -218,19 +218,18 @@ def force(frame: "Frame", var: Var, what: str, reached: Callable[[list[Var]], se
             touched = [v for v in touched if v.source is not None or id(v) in seen]
     except Raised as raised:
         _refuse(f"{raised.describe()} raised by {what}, live after the graph: its items left are run ahead "
-                   "(Python would raise it later)")
-        raise AssertionError from None
+                "(Python would raise it later)")
     finally:
         state.undo = undo
     after = state.side_effects
     if any(n.meta.get("mutates") and any(isinstance(a, torch.fx.Node) for a in n.args)
            for n in state.graph.graph.nodes if n not in nodes):
         _refuse(f"{what} is live after the graph, and running it to its end changes a tensor in place (Python "
-                   "would change it later)")
+                "would change it later)")
     if touched or (after.attrs, after.globals, after.containers) != (effects.attrs, effects.globals,
                                                                      effects.containers):
         _refuse(f"{what} is live after the graph, and running it to its end has side effects "
-                   "(Python would run them later)")
+                "(Python would run them later)")
     return items
 
 
