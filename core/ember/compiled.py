@@ -9,6 +9,7 @@ with ``fullgraph=True`` they raise.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import threading
 import time
@@ -45,6 +46,7 @@ log_guards = logging.getLogger("ember.guards")
 log_fallback = logging.getLogger("ember.fallback")
 
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
 #: callbacks ``(event, details)`` told about graphs, breaks, fallbacks and when capture starts and
@@ -232,6 +234,8 @@ class CompiledFunction:
             return fn  # torch's own Python code (autograd, hooks) runs as it is
         if never_traced(fn) is not None:
             return fn
+        if isinstance(fn, types.FunctionType) and fn.__code__.co_flags & _GENERATOR_FLAGS:
+            return fn  # a generator (made in Python at a break: generator_outputs): nothing to capture
         if isinstance(fn, types.FunctionType) and not hasattr(fn, "__ember__"):
             compiled = self.callees.get(fn)
             if compiled is None:

@@ -98,8 +98,10 @@ def test_every_product_module_has_a_docstring():
 #: to 33,450 for list.remove and list.__new__ (Dynamo's list behaviours); to 33,520 for the launch
 #: configuration net (triton_check.py, issue 45's load-dependent CUDA gradient); to 33,580 for C++
 #: kernels named in profiler traces (profiled.py, issue 49); to 34,040 for issue 49's ahead-of-time
-#: packages (aot_capture.py, aot_package.py, the inductor's package.py).
-MAX_PRODUCT_LINES = 34_040
+#: packages (aot_capture.py, aot_package.py, the inductor's package.py); to 34,130 for iterators live
+#: at a graph break (generators run ahead that change only their own values, for loops over real
+#: iterators advanced by next() at a break, generators made in Python when they cannot run ahead).
+MAX_PRODUCT_LINES = 34_130
 MAX_FILE_LINES = 760
 
 

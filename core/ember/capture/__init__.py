@@ -102,13 +102,13 @@ def capture(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool
         while True:
             try:
                 return _capture_with_state(fn, f_locals, allow_breaks, policy, refused)
-            except RetryCapture as retry:  # a break inside an inlined with-block: enter it in Python
+            except RetryCapture as retry:  # an inlined with-block or generator that a break cannot keep
                 refused |= retry.offsets
 
 
 def _capture_with_state(fn: types.FunctionType, f_locals: dict[str, Any], allow_breaks: bool, policy: Any,
                         refused: frozenset[int]) -> Capture:
-    state = CaptureState(policy=policy, refused_withs=refused)
+    state = CaptureState(policy=policy, in_python=refused)
     state.guards.grad_mode()
     state.guards.inference_mode()
     state.guards.deterministic()
@@ -152,8 +152,9 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
     reason: Unsupported | None = None
     try:
         result = frame.run()
-        generator_outputs.close_abandoned(frame, [result, *state.side_effects.values()])
-        shared = builder.share([result, *state.side_effects.values()])
+        builder.live = [result, *state.side_effects.values()]
+        generator_outputs.close_abandoned(frame, builder.live)
+        shared = builder.share(builder.live)
         body = [*shared, f"    ___result = {builder.expr(result)}", *state.side_effects.replay_lines(builder)]
         makes, fills = builder.cell_lines()
         tail = [*makes, *body, *fills, "    return ___result"]
@@ -178,11 +179,15 @@ def _capture(state: CaptureState, fn: types.FunctionType, f_locals: dict[str, An
         try:
             snap = frame.snapshot
             kept = [*snap.stack, *snap.locals.values(), *state.side_effects.values(), *frame.cells.values()]
-            generator_outputs.close_abandoned(frame, [v for v in kept if isinstance(v, Var)])
+            builder.live = [v for v in kept if isinstance(v, Var)]
+            generator_outputs.close_abandoned(frame, builder.live)
             plan = plan_break(frame, builder, next_offset, "___callee")
             replay = state.side_effects.replay_lines(builder)  # after the stack is rebuilt, before the step
             makes, fills = builder.cell_lines()  # a closure cell holding what Python cannot rebuild
         except Unsupported as inner:
+            gen = getattr(inner, "unforced", None)  # a loop's generator that cannot run ahead: Python makes it
+            if gen is not None and gen.made_at not in (None, *state.in_python) and any(v is gen for v in snap.stack):
+                raise RetryCapture(frozenset({gen.made_at})) from exc
             exc.no_break_reason = str(inner)
             raise exc from inner
         tail, resumes, reason = makes + plan.prefix + replay + fills + plan.native, plan.resumes, exc

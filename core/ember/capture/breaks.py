@@ -7,6 +7,11 @@ breaking instruction natively (a call, a branch on a tensor, an attribute store.
 returns what the resume function returns. When the break happened inside an inlined call,
 the break is at the call site and the callee runs through ember's compile on its own.
 
+A ``for`` loop over a real iterator (passed in, shared by a name, or made in Python at a break)
+breaks at its ``FOR_ITER``: the runner reads the next item with ``next()`` and resumes in the
+loop's body with it, or after the loop; ``GET_ITER`` at a break keeps an iterator itself (a
+generator's items are read when Python reads them) and makes another iterable a list.
+
 Inside ``with`` and ``try`` blocks (as torch.compile does): the graph closes the modelled
 contexts still open (``contexts.close_open_blocks``), the runner enters new ones around the
 native step and leaves them after it, and the resume function enters them again (its
@@ -20,13 +25,14 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from ..errors import Unsupported
-from .compat import Instr
+from .compat import Instr, for_iter_exit
 from .contexts import ContextExit, ContextSpec, Opaque
 from .exceptions import handler_for
+from .generator_outputs import ITERATOR_KINDS, items_left
 from .output import OutputBuilder
 from .resume import EXC, ITER, NULL_SLOT, OPAQUE, VALUE, SlotKind
 from .torch_ops import BINARY_OPS, COMPARE_OPS
-from .values import NULL, ConstVar, IteratorVar, Var
+from .values import NULL, ConstVar, Var
 
 if TYPE_CHECKING:
     from .frame import Frame, Snapshot
@@ -34,7 +40,9 @@ if TYPE_CHECKING:
 _JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"}
 _SIMPLE = {"CALL", "CALL_FUNCTION_EX", "STORE_ATTR", "STORE_SUBSCR", "STORE_GLOBAL", "LOAD_ATTR",
            "LOAD_METHOD", "BINARY_SUBSCR", "BINARY_OP", "COMPARE_OP", "UNARY_NOT", "GET_ITER",
-           "DELETE_SUBSCR", "CONTAINS_OP", "IS_OP", "BEFORE_WITH", "FORMAT_VALUE"}
+           "DELETE_SUBSCR", "CONTAINS_OP", "IS_OP", "BEFORE_WITH", "FOR_ITER", "FORMAT_VALUE"}
+#: what ``next`` returns at a break when the real iterator is exhausted
+_END = object()
 #: FORMAT_VALUE's conversion (its flags' low bits): ``f"{x!r}"`` formats ``repr(x)``
 _CONVERSIONS = ("", "str", "repr", "ascii")
 
@@ -73,6 +81,8 @@ def can_break(frame: "Frame", exc: Unsupported) -> str | None:
         return f"cannot break at a {ins.opname} instruction"
     if snap.handled is not None:
         return "cannot break inside an except or finally handler"
+    if ins.opname == "FOR_ITER" and not (isinstance(snap.stack[-1], ConstVar) and snap.stack[-1].source is not None):
+        return "cannot break at a FOR_ITER instruction over an iterator the capture models"
     if ins.opname == "CALL" and ins.arg == 0 and any(
             isinstance(v, ConstVar) and v.value is super for v in snap.stack[-2:]):
         return "zero-argument super() runs only in its method (it reads the method's __class__ cell)"
@@ -121,8 +131,9 @@ class _Writer:
             return var.ctx.spec, ""
         if isinstance(var, Opaque):
             return OPAQUE, self.out.expr(var)
-        if isinstance(var, IteratorVar):
-            items = ", ".join(self.out.expr(v) for v in var.items[var.index:])
+        left = items_left(var, self.out.live) if isinstance(var, ITERATOR_KINDS) else None
+        if left is not None and not self.out.is_shared(var):  # a list the resume function iterates over
+            items = ", ".join(self.out.expr(v) for v in left)
             self.prefix.append(f"    ___s{i} = [{items}]")
             return ITER, f"___s{i}"
         self.prefix.append(f"    ___s{i} = {self.out.expr(var)}")
@@ -274,9 +285,19 @@ def plan_break(frame: "Frame", out: OutputBuilder, next_offset: int, callee: str
         spec = w.pop()[0] if ins.arg & 0x04 else None
         (a,) = w.pop()
         emit(f"    ___r = format({_CONVERSIONS[ins.arg & 0x03]}({value(a)}), {value(spec) if spec else repr('')})")
-    elif op == "GET_ITER":
+    elif op == "FOR_ITER":  # a real iterator (passed in, or one a name shares): Python reads its next item
+        emit(f"    ___r = next({value(w.slots[-1])}, {out.consts.name(_END, 'end')})")
+        exit_offset = frame.instrs[for_iter_exit(frame.instrs, frame.index_of[ins.argval])].offset
+        w.finish.append(f"    if ___r is {out.consts.name(_END, 'end')}:")
+        w.finish.append(f"        return {w.resume_call(exit_offset, w.slots[:-1])}")
+    elif op == "GET_ITER":  # an iterator stays itself (read one item at a time), another iterable a list
         (a,) = w.pop()
-        emit(f"    ___r = list({value(a)})")
+        emit(f"    ___r = iter({value(a)})")
+        emit(f"    ___live = ___r is {value(a)}")
+        emit("    if not ___live:")
+        emit("        ___r = list(___r)")
+        w.finish.append("    if ___live:")
+        w.finish.append(f"        return {w.resume_call(next_offset, [*w.slots, (VALUE, '___r')])}")
         return _resume_after(w, next_offset, (ITER, "___r"))
     else:  # pragma: no cover - can_break filters
         raise Unsupported(f"cannot break at {op}")

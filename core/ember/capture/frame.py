@@ -574,6 +574,8 @@ class Frame:
         self.kw_names = ins.argval if isinstance(ins.argval, tuple) else self.code.co_consts[ins.arg]
 
     def CALL(self, ins: Instr) -> None:
+        if self.is_root and ins.offset in self.state.in_python:  # see generator_outputs
+            self.fail("a generator made here is live at a graph break and cannot be run ahead: Python makes it")
         argc = ins.arg
         args = self.popn(argc)
         fn = self.pop()
@@ -700,7 +702,7 @@ class Frame:
         if isinstance(ctx, ModelledContext):
             exit_var, value = enter(self, ctx)
         else:
-            if self.is_root and ins.offset in self.state.refused_withs:
+            if self.is_root and ins.offset in self.state.in_python:
                 inlined_contexts.refuse(self)
             entered = inlined_contexts.enter(self, ctx, ins.offset if self.is_root else None)
             if entered is None:

@@ -2,10 +2,16 @@
 
 A generator (``generators.py``) or a lazy iterator (``lazy_iterators.py``) in the value returned,
 or live at a graph break, has the items it has left run ahead (``lazy_iterators.force``: no side
-effects allowed) and is handed back as a list iterator over them, as torch.compile does; a
-finished generator is an exhausted generator, and one that the instruction breaking the graph
-started is made again by calling its function. A materialised ``IteratorVar`` is a list iterator
-over its items left.
+effects that the code after the graph could see) and is handed back as a list iterator over them,
+as torch.compile does; a finished generator is an exhausted generator, and one that the
+instruction breaking the graph started is made again by calling its function. A materialised
+``IteratorVar`` is a list iterator over its items left. On the stack at a break (a ``for`` loop's
+iterator) and reached from nothing else, the items left are a list the resume function iterates
+over in its capture; otherwise one real iterator, which a loop advances with ``next()`` at a break
+(``breaks.py``). A ``for`` loop's generator that cannot run ahead (it changes what the code after
+the break sees) stops the capture, which starts again with the outermost call that made it run
+in Python at a break (``CaptureState.in_python``); elsewhere, or for a break inside its body, the
+function runs in Python, as with torch.compile.
 
 When the compiled function returns (or breaks the graph), a generator it made and leaves
 suspended inside a ``try`` block (or in ``yield from`` an iterator with a ``close``), which nothing
@@ -45,21 +51,28 @@ def exhausted() -> types.GeneratorType:
     return gen
 
 
-def _items_left(var: Var) -> list[Var] | None:
+def items_left(var: Var, live: list[Var] | None) -> list[Var] | None:
     """The items a suspended generator or a lazy iterator has left, run ahead once (None for a
-    generator made again from its call, or finished)."""
+    generator made again from its call, or finished); ``live``: what lives on after the graph
+    (None: not known, and running ahead may change nothing but iterators)."""
     if isinstance(var, IteratorVar):
         return var.items[var.index:]
+    reached = None if live is None else lambda items: _reached(live, var, items)
     if isinstance(var, GeneratorVar):
         if var.forced is None and var.status in ("created", "suspended") and not _remake(var):
             if var.stale:
                 raise Unsupported(f"{_name(var)} is suspended at a graph break and was run on by the instruction "
                                   "that breaks: it cannot be rebuilt")
-            var.forced = force(var.frame, var, _name(var))
+            try:
+                var.forced = force(var.frame, var, _name(var), reached)
+            except Unsupported as exc:  # a loop's: the capture may start again, the call making it in Python
+                if getattr(exc, "cannot_run_ahead", False):
+                    exc.unforced = var
+                raise
         return var.forced
     if isinstance(var, LazyIterVar):
         if var.forced is None:
-            var.forced = force(var.frame, var, f"{var.kind}() over a generator")
+            var.forced = force(var.frame, var, f"{var.kind}() over a generator", reached)
         return var.forced
     return None
 
@@ -70,9 +83,9 @@ def _remake(gen: GeneratorVar) -> bool:
     return gen.status == "created" and gen.stale
 
 
-def parts(var: Var) -> list[Var]:
-    """The values rebuilding ``var`` refers to (OutputBuilder.share)."""
-    left = _items_left(var)
+def parts(var: Var, live: list[Var] | None) -> list[Var]:
+    """The values rebuilding ``var`` refers to (OutputBuilder.share); ``live`` as for items_left."""
+    left = items_left(var, live)
     if left is not None:
         return left
     if isinstance(var, GeneratorVar) and _remake(var):
@@ -83,7 +96,7 @@ def parts(var: Var) -> list[Var]:
 def rebuild_expr(out: Any, var: Var) -> str:
     """The iterator after the graph: a list iterator over the items left, a generator made again
     from the same call, or a finished generator."""
-    left = _items_left(var)
+    left = items_left(var, out.live)
     if left is not None:
         return f"iter([{', '.join(out.expr(v) for v in left)}])"
     if isinstance(var, GeneratorVar) and _remake(var):
@@ -144,15 +157,19 @@ def _holds(var: Var) -> list[Var]:
     return []
 
 
-def _reached(roots: list[Var]) -> set[int]:
-    """ids of every value ``roots`` reach."""
+def _reached(roots: list[Var], forced: Var | None = None, items: list[Var] | None = None) -> set[int]:
+    """ids of every value ``roots`` reach; an iterator run ahead reaches its items only (``forced``:
+    the one being run ahead, with ``items``), not its generator's frame."""
     seen: set[int] = set()
     todo = list(roots)
     while todo:
         var = todo.pop()
         if id(var) not in seen:
             seen.add(id(var))
-            todo.extend(_holds(var))
+            if var is forced:
+                todo.extend(items or [])
+            else:
+                todo.extend(var.forced if getattr(var, "forced", None) is not None else _holds(var))
     return seen
 
 
@@ -173,4 +190,4 @@ def close_abandoned(frame: "Frame", roots: list[Var]) -> None:
             pass
 
 
-__all__ = ["ITERATOR_KINDS", "close_abandoned", "exhausted", "parts", "rebuild_expr"]
+__all__ = ["ITERATOR_KINDS", "close_abandoned", "exhausted", "items_left", "parts", "rebuild_expr"]

@@ -99,6 +99,9 @@ def inline_call(frame: "Frame", fn: Var, args: list[Var], kwargs: dict[str, Var]
     # a generator: its body runs when it is read (generators.py)
     child.suspends = True
     gen = GeneratorVar(child, fn, list(args), dict(kwargs))
+    root = frame.state.graph.frames[0]
+    if root.is_root and root.current is not None and root.current.opname == "CALL":
+        gen.made_at = root.current.offset
     frame.state.generators.append(gen)
     return gen
 

@@ -39,10 +39,11 @@ HELPER_CODE = contextlib.contextmanager(lambda: (yield)).__code__
 
 
 class RetryCapture(Exception):
-    """Capture again, entering the ``with`` blocks at these offsets of the outermost code in Python."""
+    """Capture again, running these instructions of the outermost code in Python at a graph break
+    (``with`` blocks entered there, calls making a generator: ``CaptureState.in_python``)."""
 
     def __init__(self, offsets: frozenset[int]) -> None:
-        super().__init__(f"with-blocks at {sorted(offsets)} are entered in Python")
+        super().__init__(f"the instructions at {sorted(offsets)} run in Python")
         self.offsets = offsets
 
 
@@ -215,7 +216,7 @@ def _context_attr(frame: "Frame", ctx: GeneratorContextVar, name: str) -> Var:
 @handles_call(ManualEnter)
 def _call_manual_enter(frame: "Frame", fn: ManualEnter, args: list[Var], kwargs: dict[str, Var]) -> Var:
     offset = frame.current.offset if frame.is_root and frame.current is not None else None
-    if offset is not None and offset in frame.state.refused_withs:
+    if offset is not None and offset in frame.state.in_python:
         refuse(frame)
     return _enter_generator(frame, fn.ctx, offset)[1]
 

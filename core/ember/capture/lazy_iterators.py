@@ -8,14 +8,18 @@ runs it. Over sequences only, they stay materialised (``IteratorVar``).
 
 :func:`force` reads the items an iterator has left all at once, ahead of Python: for a lazy
 iterator the compiled code returns, or one live at a graph break, handed back as a list iterator
-over them, as torch.compile does. It is refused (the capture gives up there) when that running
-raises, changes anything else, or never ends.
+over them, as torch.compile does. It is refused when that running raises, changes what Python
+would see later (but values the generator made that nothing after the graph reaches, like
+``named_children``'s ``memo`` set), changes a tensor in place, or never ends.
 """
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
+import torch
+
+from ..errors import Unsupported
 from .dispatch import call, drain, handles_iter, handles_next, handles_truth, is_lazy, next_item, truthy
 from .exceptions import Raised, throw
 from .ops import get_iter
@@ -179,13 +183,25 @@ def make(frame: "Frame", kind: str, iterables: list[Var], fn: Var | None = None,
     return LazyIterVar(frame, kind, parts, fn, **state)
 
 
-def force(frame: "Frame", var: Var, what: str) -> list[Var]:
+def _refuse(reason: str) -> NoReturn:
+    """Running ahead is refused (not the capture of the iterator's body): a generator a ``for`` loop
+    reads at a break may be made in Python instead (generator_outputs)."""
+    exc = Unsupported(reason)
+    exc.cannot_run_ahead = True
+    raise exc
+
+
+def force(frame: "Frame", var: Var, what: str, reached: Callable[[list[Var]], set[int]] | None = None) -> list[Var]:
     """The items the lazy iterator ``var`` has left, read now, ahead of Python. Refused when
-    reading them raises, changes something other than iterators (a store, a list, a closure
-    cell: Python would see it later), or goes on past MAX_GENERATOR_ITEMS."""
+    reading them raises, changes something other than iterators that Python would see later (a
+    store, a list, a closure cell, a tensor in place), or goes on past MAX_GENERATOR_ITEMS.
+    ``reached(items)``: the ids of the values the code after the graph reaches, ``var`` replaced
+    by its items; a value the capture built that none of them is (a generator's own ``memo``
+    set) may change. Without it, any change is refused."""
     state = frame.state
     undo, state.undo = state.undo, {}
     effects = state.side_effects.copy()
+    nodes = set(state.graph.graph.nodes)
     items: list[Var] = []
     try:
         while True:
@@ -193,21 +209,27 @@ def force(frame: "Frame", var: Var, what: str) -> list[Var]:
             if item is None:
                 break
             if len(items) >= MAX_GENERATOR_ITEMS:
-                frame.fail(f"{what} is live after the graph, and it yields more than {MAX_GENERATOR_ITEMS} items when "
-                           "run to its end (endless?)")
+                _refuse(f"{what} is live after the graph, and it yields more than {MAX_GENERATOR_ITEMS} items when "
+                        "run to its end (endless?)")
             items.append(item)
         touched = [v for v, _ in state.undo.values() if not (is_lazy(v) or isinstance(v, IteratorVar))]
+        if touched and reached is not None:
+            seen = reached(items)
+            touched = [v for v in touched if v.source is not None or id(v) in seen]
     except Raised as raised:
-        frame.fail(f"{raised.describe()} raised by {what}, live after the graph: its items left are run ahead "
-                   "(Python would raise it later)")
-        raise AssertionError from None
+        _refuse(f"{raised.describe()} raised by {what}, live after the graph: its items left are run ahead "
+                "(Python would raise it later)")
     finally:
         state.undo = undo
     after = state.side_effects
+    if any(n.meta.get("mutates") and any(isinstance(a, torch.fx.Node) for a in n.args)
+           for n in state.graph.graph.nodes if n not in nodes):
+        _refuse(f"{what} is live after the graph, and running it to its end changes a tensor in place (Python "
+                "would change it later)")
     if touched or (after.attrs, after.globals, after.containers) != (effects.attrs, effects.globals,
                                                                      effects.containers):
-        frame.fail(f"{what} is live after the graph, and running it to its end has side effects "
-                   "(Python would run them later)")
+        _refuse(f"{what} is live after the graph, and running it to its end has side effects "
+                "(Python would run them later)")
     return items
 
 

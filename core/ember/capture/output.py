@@ -46,6 +46,9 @@ class OutputBuilder:
         self._shared: dict[int, str] = {}  # id(container Var) -> runner variable holding it
         self._scalars: dict[torch.fx.Node, TensorVar] = {}  # unbacked value's node -> its 0-d tensor
         self._cells: dict[int, tuple[str, CellVar]] = {}  # cells the captured code made
+        #: what lives on after the graph (None: not known): a generator run ahead may change a value
+        #: none of them reaches (generator_outputs)
+        self.live: list[Var] | None = None
 
     def share(self, roots: list[Var]) -> list[str]:
         """Lines binding each container the capture built that ``roots`` reach more than once
@@ -81,7 +84,7 @@ class OutputBuilder:
                 elif isinstance(var, NdarrayVar):
                     items = []
                 elif isinstance(var, ITERATOR_KINDS):  # the items it has left, or the call making it again
-                    items = iterator_parts(var)
+                    items = iterator_parts(var, self.live)
                 else:
                     items = var.items if isinstance(var, (ListVar, TupleVar)) else [  # values, and keys held by identity
                         *(k.var for k in var.items if isinstance(k, Identity)), *var.items.values()]
@@ -97,6 +100,10 @@ class OutputBuilder:
                 lines.append(f"    {name} = {self.expr(var)}")
                 self._shared[id(var)] = name
         return lines
+
+    def is_shared(self, var: Var) -> bool:
+        """``var`` is reached more than once from the roots :meth:`share` was given."""
+        return id(var) in self._shared
 
     def expr(self, var: Var, fresh: bool = False) -> str:
         """Python expression for ``var``; ``fresh`` rebuilds a container even if it has a source."""

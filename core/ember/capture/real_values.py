@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .constants import as_const, kind_name, lift
-from .dispatch import handles_iter, handles_len, handles_truth, iterate
+from .dispatch import handles_iter, handles_len, handles_next, handles_truth, iterate
 from .exceptions import throw
 from .inline import call_dunder
 from .instances import answers_truth, pin
@@ -41,6 +41,12 @@ def _const_len(frame: "Frame", var: ConstVar) -> Var:
         return result
     pin(var)
     return ConstVar(len(var.value))
+
+
+@handles_next(ConstVar)
+def _const_next(frame: "Frame", var: ConstVar, sent: Var | None) -> Var | None:
+    frame.fail("next() of a real iterator (passed in, or made before a graph break): Python reads it")
+    raise AssertionError
 
 
 @handles_iter(ConstVar)

@@ -44,9 +44,10 @@ class CaptureState:
     instances: dict[int, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
     #: torch's global state when the call began (global_state.GlobalState), set by capture()
     entry_state: Any = None
-    #: offsets of the outermost code's ``with`` blocks entered in Python, not inlined (a break
-    #: inside them: inlined_contexts.RetryCapture)
-    refused_withs: frozenset = frozenset()
+    #: offsets of the outermost code's instructions run in Python at a graph break, not inlined
+    #: (inlined_contexts.RetryCapture): ``with`` blocks whose body breaks, calls making a generator
+    #: live at a break that cannot be run ahead (generator_outputs)
+    in_python: frozenset = frozenset()
     #: id(real closure cell) -> its CellVar: one per cell, however the code reaches it
     cells: dict[int, Any] = dataclasses.field(default_factory=dict)
     #: the identity keys (set_keys.Identity) of dicts the capture holds: inputs among them are

@@ -281,6 +281,7 @@ class GeneratorVar(Var):
         self.handled: Any = None  # the exception its body was handling when it suspended
         self.stale = False  # its frame ran on in an instruction that was undone (a graph break)
         self.forced: list[Var] | None = None  # the items it had left, run ahead for the output
+        self.made_at: int | None = None  # the offset of the outermost code's CALL that made it
 
     def python_type(self) -> type:
         return types.GeneratorType
