@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import torch
 
 import mutation_cases as cases
@@ -78,4 +80,55 @@ def test_symbolic_sizes() -> None:
             compiled(p, g, m)
             cases.momentum(*ref)
         for a, b in zip((p, g, m), ref):
+            torch.testing.assert_close(a, b)
+
+
+def test_empty_input() -> None:
+    check_calls(cases.momentum, torch.randn(0), torch.randn(0), torch.randn(0))
+
+
+def _add_then_read(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    a.add_(1)
+    return b * 2
+
+
+@pytest.mark.parametrize("inputs", [
+    lambda base: (base, base),        # the same tensor twice
+    lambda base: (base[0], base[0]),  # two views of one row
+    lambda base: (base[0], base[1]),  # views of one storage, apart
+], ids=["same-tensor", "same-view", "views-of-one-storage"])
+def test_aliased_inputs_as_eager(inputs) -> None:
+    import ember
+    from ember_inductor.backend import inductor
+
+    base = torch.randn(2, 8)
+    ref = base.clone()
+    compiled = ember.compile(_add_then_read, backend=lambda gm, ex: inductor(gm, ex, options={"strict": True}))
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(compiled(*inputs(base)), _add_then_read(*inputs(ref)))
+            torch.testing.assert_close(base, ref)
+
+
+def test_tied_weights_step() -> None:
+    import ember
+    from ember_inductor.backend import inductor
+
+    def model() -> torch.nn.Module:
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 10, bias=False))
+        m[1].weight = m[0].weight  # tied
+        return m
+    m, ref = model(), model()
+    opt, ref_opt = (torch.optim.SGD(x.parameters(), lr=0.1, momentum=0.9) for x in (m, ref))
+    step = ember.compile(lambda: opt.step(), backend=lambda gm, ex: inductor(gm, ex, options={"strict": True}))
+    ids = torch.tensor([[1, 2, 3, 4]])
+    for _ in range(3):
+        for x in (m, ref):
+            x(ids).square().sum().backward()
+        step()
+        ref_opt.step()
+        opt.zero_grad()
+        ref_opt.zero_grad()
+        for a, b in zip(m.parameters(), ref.parameters()):
             torch.testing.assert_close(a, b)

@@ -260,7 +260,7 @@ class Scheduler:
         self.nodes = self._remove_dead(nodes)
         self.roots = ir.storage_roots(graph.names)
         outputs = {self.roots.get(name, name) for name in self.output_names} | self.output_names
-        for m in mutation.decide(self.nodes, self.roots, outputs, lambda m: plan_kernel([m], self.roots) is not None):
+        for m in mutation.decide(self.nodes, self.roots, outputs, self._plans_alone):
             self.nodes[self.nodes.index(m)] = SchedulerNode(m.buf, m.order)  # stores into its own buffer,
             self.output_names.add(m.name)  # which the wrapper copies into the input at the end
         self._readers_of: list[Any] | None = None
@@ -269,6 +269,13 @@ class Scheduler:
         self._war: dict[int, list[Any]] = {}
         self.groups = self._fuse()
         self.groups = self._order(self.groups)
+
+    def _plans_alone(self, n: SchedulerNode) -> bool:
+        """Whether ``n`` alone makes a kernel (or, empty, none)."""
+        try:
+            return n.numel == 0 or plan_kernel([n], self.roots) is not None
+        except indexing.IndexTooComplex:
+            return False
 
     # -- dead code -------------------------------------------------------------------------
     def _remove_dead(self, nodes: list[Any]) -> list[Any]:
