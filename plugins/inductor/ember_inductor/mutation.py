@@ -78,6 +78,8 @@ def kernel_order(nodes: Iterable[Any], roots: dict[str, str]) -> list[Any] | Non
     after every node of the kernel reading that input; None when no order can (a node reads
     both the old value and one computed after the write)."""
     pending = sorted(nodes, key=lambda n: n.order)
+    if all(target_of(n) is None for n in pending):
+        return pending
     names = {n.name for n in pending}
     out: list[Any] = []
     while pending:
