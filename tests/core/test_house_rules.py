@@ -96,9 +96,9 @@ def test_every_product_module_has_a_docstring():
 #: 33,300 for numpy traced as torch ops (numpy_arrays, numpy_runtime: about 500 lines); to 33,400 for
 #: issue 47's pointwise scatter, split column sums and shared pads, and relative imports in capture;
 #: to 33,450 for list.remove and list.__new__ (Dynamo's list behaviours); to 33,520 for the launch
-#: configuration net (triton_check.py, issue 45's load-dependent CUDA gradient); to 33,710 for
+#: configuration net (triton_check.py, issue 45's load-dependent CUDA gradient); to 33,720 for
 #: input mutations written by the kernels that compute them (mutation.py, issue 47's optimizer step).
-MAX_PRODUCT_LINES = 33_710
+MAX_PRODUCT_LINES = 33_720
 MAX_FILE_LINES = 760
 
 
