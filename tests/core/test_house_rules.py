@@ -100,8 +100,9 @@ def test_every_product_module_has_a_docstring():
 #: kernels named in profiler traces (profiled.py, issue 49); to 34,040 for issue 49's ahead-of-time
 #: packages (aot_capture.py, aot_package.py, the inductor's package.py); to 34,130 for iterators live
 #: at a graph break (generators run ahead that change only their own values, for loops over real
-#: iterators advanced by next() at a break, generators made in Python when they cannot run ahead).
-MAX_PRODUCT_LINES = 34_130
+#: iterators advanced by next() at a break, generators made in Python when they cannot run ahead); to
+#: 34,370 for input mutations written by the kernels that compute them (mutation.py, issue 47's optimizer step).
+MAX_PRODUCT_LINES = 34_370
 MAX_FILE_LINES = 760
 
 

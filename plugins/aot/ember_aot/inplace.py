@@ -177,8 +177,8 @@ def _rewrite(gm: torch.fx.GraphModule, mode: FakeTensorMode, mutations: list[tor
     output = next(n for n in reversed(graph.nodes) if n.op == "output")
     with graph.inserting_before(output):
         for p in placeholders:
-            if p in current:
-                graph.call_function(aten.copy_.default, (p, current[p]))
+            if p in current:  # its value is the input's (a compiler reads it as any node's)
+                graph.call_function(aten.copy_.default, (p, current[p])).meta["val"] = p.meta.get("val")
     graph.lint()
     gm.recompile()
     return True

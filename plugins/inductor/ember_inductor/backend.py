@@ -93,6 +93,9 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
         backend = aot(fw_compiler=compile_graph, bw_compiler=compile_graph, inference_compiler=compile_graph,
                       decompositions=functools.partial(decompositions, foreach_per_tensor=per_tensor),
                       cache=_plan_codec(mode, options), joint_pass=layout.channels_last_training,
+                      # input mutations written by the kernels (mutation.py); under CUDA graphs,
+                      # which copy inputs into buffers of their own, written back by ember_aot
+                      keep_inference_input_mutations=mode not in ("reduce-overhead", "max-autotune"),
                       dynamic=True)  # compile_aten_graph takes symbolic graphs (and compiles per
         # shape what it cannot compile symbolically)
         compiled = backend(traced, example_inputs)

@@ -63,6 +63,7 @@ class GraphLowering:
         self.env: dict[torch.fx.Node, Any] = {}
         self.names: dict[str, Any] = {}
         self.constants: list[ir.ConstantBuffer] = []
+        self.mutated: dict[str, ir.MutationBuffer] = {}  # input name -> its new value
         self.fallback_ops: list[str] = []
         self.relu_in_addmm: set[torch.fx.Node] = set()  # ReLUs computed by their addmm (_relu_epilogue)
         self.runs_other_ops = False  # an extern kernel runs another op than its aten node's
@@ -89,6 +90,19 @@ class GraphLowering:
         buf.origin = _op_name(self._current_node)
         self.operations.append(buf)
         self.names[buf.name] = buf
+        return buf
+
+    def new_mutation_buffer(self, target: Any, data: ir.Pointwise) -> ir.MutationBuffer:
+        """``data`` as the new value of the input ``target`` (``ir.MutationBuffer``): a whole
+        input of distinct elements, written once; anything else raises ``NotLowerable``."""
+        if not isinstance(target, ir.InputBuffer) or target.name in self.mutated \
+                or not non_overlapping(target.layout.size, target.layout.stride):
+            raise NotLowerable("copy_ into other than a graph input of distinct elements, or twice")
+        buf = ir.MutationBuffer(self._new_name("buf"), target, data)
+        buf.origin = "copy_"
+        self.operations.append(buf)
+        self.names[buf.name] = buf
+        self.mutated[target.name] = buf
         return buf
 
     def new_scatter_buffer(self, target: ir.ComputedBuffer, data: ir.Scatter) -> ir.ScatterBuffer:

@@ -161,6 +161,25 @@ class ScatterBuffer(ComputedBuffer):
         return body
 
 
+class MutationBuffer(ComputedBuffer):
+    """The new value of the graph input ``target`` (the aten graph's ``copy_(target, value)``):
+    the same layout as ``target``. While ``in_place`` (the scheduler decides, ``mutation``), its
+    kernel stores straight into ``target``'s memory, and no other buffer is allocated; otherwise
+    into a buffer of its own, which the wrapper copies into ``target`` once every kernel has run."""
+
+    def __init__(self, name: str, target: InputBuffer, data: Pointwise) -> None:
+        super().__init__(name, target.layout, data)
+        self.target = target
+        self.in_place = True
+
+    def store_fn(self) -> Callable:
+        name, layout, load = self.target.name if self.in_place else self.name, self.layout, self.data.inner_fn
+
+        def body(idx: Sequence[Expr], ridx: Sequence[Expr]) -> None:
+            ops.store(name, layout.index(idx), load(idx))
+        return body
+
+
 class ExternOutput(Buffer):
     """One tensor returned by an :class:`ExternKernel`; ``alias_of`` names the buffer it views."""
 
@@ -377,6 +396,25 @@ def _is_size(e: Expr) -> bool:
         return int(e) >= 0
     return all(not isinstance(a, (indexing.FloorDiv, indexing.ModularIndexing)) for a in sympy.preorder_traversal(e)) \
         and e.is_polynomial() and all(c.is_Integer and c >= 0 for c in sympy.Poly(e).coeffs())
+
+
+def storage_roots(names: dict[str, Any]) -> dict[str, str]:
+    """Buffer name -> the name of the buffer whose memory it is (an aten output viewing another
+    buffer: that one's; a scatter: its target's), for every buffer of the graph."""
+    root: dict[str, str] = {}
+    for name in names:
+        r, seen = name, set()
+        while r not in seen:
+            seen.add(r)
+            buf = names.get(r)
+            if isinstance(buf, ExternOutput) and buf.alias_of:
+                r = buf.alias_of
+            elif isinstance(buf, ScatterBuffer):
+                r = buf.target.name
+            else:
+                break
+        root[name] = r
+    return root
 
 
 def unwrap_storage_name(node: IRNode) -> str:

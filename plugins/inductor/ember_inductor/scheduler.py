@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import sympy
 
-from . import indexing, ir
+from . import indexing, ir, mutation
 from .indexing import FloorDiv, ModularIndexing
 from .virtualized import RecordingHandler, set_handler
 
@@ -49,6 +49,7 @@ class SchedulerNode:
         self.numel = indexing.numel(self.size)
         self.rnumel = indexing.numel(self.rsize)
         self.reduction_types = rec.reduction_types
+        self.indirect = rec.indirect  # reads through loaded indices
 
     def is_extern(self) -> bool:
         return False
@@ -91,8 +92,9 @@ def _count_div(e: Any) -> int:
     return len(e.atoms(FloorDiv, ModularIndexing)) if isinstance(e, sympy.Basic) else 0
 
 
-def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
-    """Loop structure for ``nodes`` in one kernel, or None when they cannot share one.
+def plan_kernel(nodes: list[SchedulerNode], roots: dict[str, str]) -> KernelPlan | None:
+    """Loop structure for ``nodes`` in one kernel, or None when they cannot share one (``roots``:
+    buffer name -> that of its memory, for the inputs written in place: ``mutation.fits``).
 
     Raises ``IndexTooComplex`` when an index of the kernel does not simplify within budget."""
     reds = [n for n in nodes if n.is_reduction]
@@ -129,7 +131,7 @@ def plan_kernel(nodes: list[SchedulerNode]) -> KernelPlan | None:
             return None
     ranges = {v: s for v, s in list(zip(xv, outer0)) + list(zip(rv, r0)) if s != 1}
     exprs = _mapped_exprs(maps, xv, rv, ranges)
-    if exprs is None:
+    if exprs is None or not mutation.fits(nodes, exprs, roots):
         return None
     # merge loop dimensions jointly for every index expression of the kernel
     all_exprs = [e for per in exprs.values() for lst in per for _, e in lst]
@@ -214,6 +216,8 @@ class FusedGroup:
         self.names = {n.name for n in nodes}
         self.order = min(n.order for n in nodes)
         self.read_names = set().union(*(n.read_names for n in nodes)) - self.names
+        self.in_place = {t for t in map(mutation.target_of, nodes) if t is not None}  # inputs written
+        self.written = self.names | self.in_place  # the names its kernel stores to
 
     def is_extern(self) -> bool:
         return False
@@ -254,10 +258,24 @@ class Scheduler:
         for i, op in enumerate(graph.operations):
             nodes.append(ExternNode(op, i) if isinstance(op, ir.ExternKernel) else SchedulerNode(op, i))
         self.nodes = self._remove_dead(nodes)
+        self.roots = ir.storage_roots(graph.names)
+        outputs = {self.roots.get(name, name) for name in self.output_names} | self.output_names
+        for m in mutation.decide(self.nodes, self.roots, outputs, self._plans_alone):
+            self.nodes[self.nodes.index(m)] = SchedulerNode(m.buf, m.order)  # stores into its own buffer,
+            self.output_names.add(m.name)  # which the wrapper copies into the input at the end
         self._readers_of: list[Any] | None = None
         self._readers_index: dict[str, list[Any]] = {}
+        self._war_list: list[Any] | None = None
+        self._war: dict[int, list[Any]] = {}
         self.groups = self._fuse()
         self.groups = self._order(self.groups)
+
+    def _plans_alone(self, n: SchedulerNode) -> bool:
+        """Whether ``n`` alone makes a kernel (or, empty, none)."""
+        try:
+            return n.numel == 0 or plan_kernel([n], self.roots) is not None
+        except indexing.IndexTooComplex:
+            return False
 
     # -- dead code -------------------------------------------------------------------------
     def _remove_dead(self, nodes: list[Any]) -> list[Any]:
@@ -268,6 +286,7 @@ class Scheduler:
         live: set[int] = set()
         stack = [producer[name] for name in self.output_names if name in producer]
         stack += [n for n in nodes if n.is_extern() and n.kernel.mutates]
+        stack += [n for n in nodes if isinstance(getattr(n, "buf", None), ir.MutationBuffer)]
         for n in nodes:
             if n.is_extern():
                 for o in n.kernel.outputs:
@@ -298,7 +317,7 @@ class Scheduler:
             elif n.numel == 0:
                 g = EmptyGroup(n)
             else:
-                plan = plan_kernel([n])
+                plan = plan_kernel([n], self.roots)
                 assert plan is not None
                 g = FusedGroup([n], plan)
             groups.append(g)
@@ -353,8 +372,8 @@ class Scheduler:
         return False
 
     def _try_merge(self, a: FusedGroup, b: FusedGroup, groups: list[Any]) -> FusedGroup | None:
-        nodes = sorted(a.nodes + b.nodes, key=lambda n: n.order)
-        if len(nodes) > MAX_FUSED_NODES or not all(n.fusable for n in nodes):
+        nodes = mutation.kernel_order(a.nodes + b.nodes, self.roots)
+        if nodes is None or len(nodes) > MAX_FUSED_NODES or not all(n.fusable for n in nodes):
             return None
         lo, hi = min(a.order, b.order), max(max(n.order for n in a.nodes), max(n.order for n in b.nodes))
         if any(lo < x.order < hi for x in self._barriers):
@@ -362,17 +381,19 @@ class Scheduler:
         if self._path_through_other(a, b, groups) or self._path_through_other(b, a, groups):
             return None
         try:
-            plan = plan_kernel(nodes)
+            plan = plan_kernel(nodes, self.roots)
         except indexing.IndexTooComplex:  # these nodes' indices do not fold into one kernel's
             return None
         return None if plan is None else FusedGroup(nodes, plan)
 
     def _path_through_other(self, src: Any, dst: Any, groups: list[Any]) -> bool:
-        """Is there a dependency path src -> X -> ... -> dst with X another group?"""
+        """Is there a dependency path src -> X -> ... -> dst with X another group (a write in
+        place after the reads of the old value is one too)?"""
         readers = self._readers(groups)
+        war = self._war_of(groups)
 
         def consumers_of(g: Any) -> list[Any]:
-            return [h for name in g.names for h in readers.get(name, ()) if h is not g]
+            return [h for name in g.names for h in readers.get(name, ()) if h is not g] + war.get(id(g), [])
         stack = [h for h in consumers_of(src) if h is not dst]
         seen: set[int] = set()
         while stack:
@@ -385,6 +406,12 @@ class Scheduler:
                     return True
                 stack.append(h)
         return False
+
+    def _war_of(self, groups: list[Any]) -> dict[int, list[Any]]:
+        """``mutation.war_edges`` of this list of groups (built once per list, as ``_readers``)."""
+        if self._war_list is not groups:
+            self._war_list, self._war = groups, mutation.war_edges(groups, self.roots)
+        return self._war
 
     def _readers(self, groups: list[Any]) -> dict[str, list[Any]]:
         """Buffer name -> the groups reading it, for this list of groups (built once per list:
@@ -401,6 +428,9 @@ class Scheduler:
         """Topological order of the groups, program order among independent ones."""
         producer = {name: g for g in groups for name in g.names}
         deps = {id(g): {id(producer[n]) for n in g.read_names if n in producer} - {id(g)} for g in groups}
+        for before, after in mutation.war_edges(groups, self.roots).items():
+            for g in after:
+                deps[id(g)].add(before)
         for b in self._barriers:
             bg = producer[b.node.name]
             for g in groups:
@@ -432,7 +462,7 @@ class Scheduler:
             if g is not group:
                 outside |= g.read_names
         stage_of = {p.node.name: k for k, (_, ps) in enumerate(group.plan.stages) for p in ps}
-        keep = set()
+        keep = set(group.in_place)
         for n in group.nodes:
             if n.name in outside:
                 keep.add(n.name)

@@ -188,7 +188,7 @@ class CppKernel:
         self.plan: KernelPlan = group.plan
         self.stored = stored
         self.buffers = buffers
-        self.written = {n.name for n in group.nodes}
+        self.written = set(group.written)  # its nodes, and the inputs it writes in place
         self.params: dict[str, str] = {}  # buffer name -> parameter name
         self.tmp = 0
         self.xv = indexing.make_vars("x", len(self.plan.outer))
@@ -609,12 +609,14 @@ class CppKernel:
         # sin and cos computed inline (the prelude's e_sin): a first pass with EM_FAST, whose loops
         # fold whether any argument was far into em_far, then, only where one was, a second pass
         # that computes the far ones with libm. The kernel reads no buffer it writes (the wrapper
-        # reuses a buffer only after its last reader), so the second pass computes the same.
+        # reuses a buffer only after its last reader), so the second pass computes the same; one
+        # that writes an input in place (which it also reads) runs the second pass only.
         loops = [line + " reduction(|:em_far)" if _LOOP_PRAGMA.match(line) else line for line in loops]
         call = ", ".join(list(self.params.values()) + self.size_params)
         body = f"template <bool EM_FAST> static int {self.name}_pass({args})"
-        return "\n".join([f"{body};", f'extern "C" {result} {self.name}({args}) {{',
-                          f"  if ({self.name}_pass<true>({call})) {self.name}_pass<false>({call});", *tail, "}",
+        run = f"{self.name}_pass<false>({call});"
+        run = run if self.group.in_place else f"if ({self.name}_pass<true>({call})) {run}"
+        return "\n".join([f"{body};", f'extern "C" {result} {self.name}({args}) {{', f"  {run}", *tail, "}",
                           f"{body} {{", "  int em_far = 0;"] + [f"  {l}" for l in decl + loops + report] +
                          ["  return em_far;", "}"])
 

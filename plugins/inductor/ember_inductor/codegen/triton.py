@@ -158,7 +158,7 @@ class TritonKernel:
         self.plan: KernelPlan = group.plan
         self.stored = stored
         self.buffers = buffers
-        self.written = {n.name for n in group.nodes}
+        self.written = set(group.written)  # its nodes, and the inputs it writes in place
         self.params: dict[str, str] = {}
         self.dtypes: dict[str, torch.dtype] = {}
         self.consts: dict[str, Any] = {}

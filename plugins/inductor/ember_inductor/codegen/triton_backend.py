@@ -60,7 +60,8 @@ class TritonBackend:
             aligned = [isinstance(scheduler.graph.names[b], ir.ComputedBuffer) for b in k.params]
             aligned += [True] * len(k.size_params)  # ints: nothing to check
             params = list(k.params) + [size_param(name) for name in k.size_params]
-            accumulated = [i for i, b in enumerate(k.params) if isinstance(scheduler.graph.names[b], ir.ScatterBuffer)]
+            accumulated = [i for i, b in enumerate(k.params)  # written where read: a scatter's, an input's
+                           if isinstance(scheduler.graph.names[b], ir.ScatterBuffer) or b in g.in_place]
             specs[id(g)] = LauncherSpec(f"triton_k{n}", params, key, k.name, k.signature(), configs,
                                         [k.grid(c) for c in configs], aligned, k.row_length(), accumulated)
         source = "\n\n".join(f"# kernel triton_k{n}\n{src}" for n, (_, _, src) in enumerate(generated))

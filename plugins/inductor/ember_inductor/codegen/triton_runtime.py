@@ -349,7 +349,7 @@ class TritonLauncher:
             timings = {}
             flush = _l2_flush_buffer()
             # each configuration runs AUTOTUNE_REPS + 1 times: it adds into copies, not the result
-            timed = [a.clone() if i in self.accumulated else a for i, a in enumerate(args)]
+            timed = [_copy_of(a) if i in self.accumulated else a for i, a in enumerate(args)]
             for i in usable:
                 try:
                     timings[i] = self._time(self._make_launch(i), timed, flush)
@@ -396,6 +396,12 @@ class TritonLauncher:
             end.record()
         torch.cuda.synchronize()
         return statistics.median(start.elapsed_time(end) for start, end in events)
+
+
+def _copy_of(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` with its strides (an input written in place may have gaps, which
+    ``clone`` would close)."""
+    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device).copy_(t)
 
 
 def _l2_flush_buffer() -> torch.Tensor | None:

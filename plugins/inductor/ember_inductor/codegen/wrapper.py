@@ -170,23 +170,6 @@ class WrapperCodegen:
         return self._const(a)
 
     # -- lifetimes ---------------------------------------------------------------------------
-    def _roots(self) -> dict[str, str]:
-        root: dict[str, str] = {}
-        for name in self.graph.names:
-            r = name
-            seen = set()
-            while r not in seen:
-                seen.add(r)
-                buf = self.graph.names.get(r)
-                if isinstance(buf, ir.ExternOutput) and buf.alias_of:
-                    r = buf.alias_of
-                elif isinstance(buf, ir.ScatterBuffer):  # written in its target's storage
-                    r = buf.target.name
-                else:
-                    break
-            root[name] = r
-        return root
-
     def _group_reads(self, g: Any) -> set[str]:
         if isinstance(g, FusedGroup):
             return set(self.kernels[id(g)][1])
@@ -196,7 +179,7 @@ class WrapperCodegen:
 
     def generate(self) -> str:
         """The wrapper's source; it runs in ``wrapper_globals(device, self.values, self.ops)``."""
-        root = self._roots()
+        root = ir.storage_roots(self.graph.names)
         groups = self.s.groups
         last_use: dict[str, int] = {}
         for i, g in enumerate(groups):
@@ -206,6 +189,8 @@ class WrapperCodegen:
         pinned = {root[ir.unwrap_storage_name(o)] for o in self.graph.outputs
                   if isinstance(o, (ir.Buffer, ir.ReinterpretView))}
         pinned |= {b.name for b in self.graph.inputs if b is not None}
+        late = [m for m in self.graph.mutated.values() if not m.in_place]  # copied in at the end
+        pinned |= {m.name for m in late}
         # extern outputs something reads or returns: the others are never bound (an aten kernel
         # may leave an output undefined where its meta kernel made one, e.g. cuDNN attention's
         # logsumexp when it is not asked for, which Python sees as None)
@@ -321,11 +306,29 @@ class WrapperCodegen:
         ret = f"return ({outs}{',' if len(self.graph.outputs) == 1 else ''})"
         unpack = [f"{', '.join(inputs)}{',' if len(inputs) == 1 else ''} = args" if inputs else "pass"]
         unpack += self._bindings()
+        body += [f"{m.target.name}.copy_({self.var[m.name]})" for m in late if m.name in self.var]
+        kept, restore = self._keep_written_inputs()
+        checked = kept + checked + [f"{m.target.name}.copy_({self.var[m.name]})" for m in late
+                                    if m.name in self.var] + restore
         # C++ kernels are ctypes calls: while torch.profiler records, a twin names them (profiled.py)
         profiled = [] if self.tensor_args else ["if _profiler._is_profiler_enabled:", "    return _ranged(*args)"]
         src = ["def call(*args):"] + [f"    {l}" for l in profiled + unpack + body] + [f"    {ret}", ""]
         src += ["def call_checked(*args):"] + [f"    {l}" for l in unpack + checked] + [f"    {ret}", ""]
         return "\n".join(src)
+
+    def _keep_written_inputs(self) -> tuple[list[str], list[str]]:
+        """Lines that make the first (checked) call write copies of the inputs the graph writes,
+        and then copy them into the inputs: an aten kernel returning another layout than its meta
+        kernel raises ``LayoutMismatch`` midway, and the aten graph, which then runs the call
+        again, must find the inputs as they were."""
+        written = set(self.graph.mutated)
+        for g in self.s.groups:
+            if isinstance(g, ExternGroup) and g.node.kernel.mutates:
+                written |= {ir.unwrap_storage_name(b) for b in g.node.kernel.input_buffers()}
+        names = [b.name for b in self.graph.inputs if b is not None and b.name in written]
+        kept = [f"{n}_in, {n} = {n}, empty_strided({n}.size(), {n}.stride(), dtype={n}.dtype, "
+                f"device={n}.device).copy_({n})" for n in names]
+        return kept, [f"{n} = {n}_in.copy_({n})" for n in names]  # the outputs name the inputs
 
     def _kernel_arg(self, param: str) -> str:
         if is_size_param(param):

@@ -237,6 +237,14 @@ def _copy(dst: ir.IRNode, src: Any, non_blocking: bool = False) -> ir.Pointwise:
     return ir.Pointwise(dst.get_size(), dtype, loader_for(src, dst.get_size(), dtype))
 
 
+@register(aten.copy_.default)
+def _copy_(dst: ir.IRNode, src: Any, non_blocking: bool = False) -> ir.MutationBuffer:
+    """A graph input's new value (ember_aot keeps an inference graph's input mutations as
+    ``copy_``), computed by the kernel that stores it (``ir.MutationBuffer``); into anything
+    else the graph does not take (``GraphLowering.new_mutation_buffer``), the aten kernel."""
+    return ir.current_graph().new_mutation_buffer(dst, _copy(dst, src))
+
+
 @register(aten.fill.Scalar)
 def _fill(x: ir.IRNode, value: Any) -> ir.Pointwise:
     return constant_node(value, x.get_size(), x.get_dtype())
