@@ -20,15 +20,6 @@ EXPECTED: dict[str, str] = {
         'test_functions::tensor_new_with_shape',
         'test_functions::tensor_new_with_size',
     ], 'graphs: ember 0, torch.compile 1'),
-    # 6
-    **dict.fromkeys([
-        'test_functions::global_defaultdict_closure_factory',
-        'test_functions::global_defaultdict_dict_factory',
-        'test_functions::global_defaultdict_lambda_factory',
-        'test_functions::global_defaultdict_list_factory',
-        'test_functions::global_defaultdict_set_factory',
-        'test_functions::global_defaultdict_tuple_factory',
-    ], 'fullgraph: call to defaultdict.clear is not supported (not a torch op, not Python code to inline)'),
     # 4
     **dict.fromkeys([
         'test_sets::frozenset_from_dict_reuses_hashes',
@@ -67,12 +58,6 @@ EXPECTED: dict[str, str] = {
         'test_dicts::dict_items_cmp_value_eq_raises_dict_subclass',
         'test_dicts::dict_items_cmp_value_eq_raises_ordered_dict',
     ], "fullgraph: comparison '==' between DictViewVar and DictViewVar is not supported"),
-    # 3
-    **dict.fromkeys([
-        'test_dicts::global_dict_membership_guarded',
-        'test_dicts::module_keyed_dict_order_recompiles',
-        'test_dicts::tensor_keyed_dict_order_recompiles',
-    ], 'graphs: ember 3, torch.compile 2'),
     # 2
     **dict.fromkeys([
         '_test_misc_part1::attribute_set_on_input_tensor',
@@ -485,6 +470,10 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_ctx_manager::contextlib_stdout_block',
     ], "graphs: ember 3, torch.compile 1 (break: assignment to attribute 'stdout' of a ConstVar)"),
+    # 1
+    **dict.fromkeys([
+        'test_dicts::global_dict_membership_guarded',
+    ], 'graphs: ember 3, torch.compile 2'),
     # 1
     **dict.fromkeys([
         'test_ctx_manager::autograd_profiler_contexts_with_break_inside',
