@@ -75,11 +75,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: attribute 'mapping' of a DictViewVar is not supported"),
     # 2
     **dict.fromkeys([
-        'test_list::sort_cmp_to_key_list_method',
-        'test_list::sort_modified_during_sort_list_method',
-    ], 'fullgraph: call to _functools.cmp_to_key is not supported (not a torch op, not Python code to inline)'),
-    # 2
-    **dict.fromkeys([
         'test_functions::namedtuple_made_inside',
         'test_functions::namedtuple_with_defaults',
     ], 'fullgraph: call to sys.intern is not supported (not a torch op, not Python code to inline)'),
@@ -88,11 +83,6 @@ EXPECTED: dict[str, str] = {
         'test_list::index_miss_message_deque_nonconst',
         'test_list::index_miss_message_list_nonconst',
     ], 'fullgraph: list.index over tensors'),
-    # 2
-    **dict.fromkeys([
-        'test_list::sort_empty_during_sort_list_method',
-        'test_list::sort_user_defined_lt_list_method',
-    ], 'fullgraph: list.sort with keyword arguments'),
     # 2
     **dict.fromkeys([
         'test_dicts::dict_update_from_mapping_proxy',
@@ -310,10 +300,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_list::remove_uses_item_richcompare_list_method',
     ], 'fullgraph: list.remove comparing tensors or captured objects by value'),
-    # 1
-    **dict.fromkeys([
-        'test_list::sort_list_method',
-    ], 'fullgraph: list.sort is not supported'),
     # 1
     **dict.fromkeys([
         'test_dicts::mapping_proxy_of_global_dict_sees_writes',

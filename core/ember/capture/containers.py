@@ -26,6 +26,7 @@ from .dispatch import (
 from .exceptions import evaluate, throw
 from .objects import ShadowVar, mapping_items
 from .ops import mutable_dict, mutable_list, mutable_set
+from .sorting import list_sort
 from .values import ConstVar, DictVar, DictViewVar, IteratorVar, ListVar, SetVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -155,6 +156,8 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
         result = deque_method(frame, obj, name, args)
         if result is not None:
             return result
+    if isinstance(obj, ListVar) and name == "sort" and not isinstance(obj, DequeVar):
+        return list_sort(frame, mutable_list(frame, obj).items, args, kwargs)
     if isinstance(obj, ListVar):
         if kwargs:
             frame.fail(f"list.{name} with keyword arguments")
