@@ -378,26 +378,6 @@ EXPECTED: dict[str, str] = {
     ], 'graphs: ember 0, torch.compile 2 (break: print() is a side effect outside PyTorch (graph break))'),
     # 1
     **dict.fromkeys([
-        'test_dicts::dict_or_float_raises',
-    ], 'graphs: ember 1, torch.compile 0 (break: TypeError("unsupported operand type(s) for |: \'dict\' and \'float\'") raised in captured code and not caught there)'),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::dict_or_int_raises',
-    ], 'graphs: ember 1, torch.compile 0 (break: TypeError("unsupported operand type(s) for |: \'dict\' and \'int\'") raised in captured code and not caught there)'),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::dict_or_list_raises',
-    ], 'graphs: ember 1, torch.compile 0 (break: TypeError("unsupported operand type(s) for |: \'dict\' and \'list\'") raised in captured code and not caught there)'),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::dict_or_str_raises',
-    ], 'graphs: ember 1, torch.compile 0 (break: TypeError("unsupported operand type(s) for |: \'dict\' and \'str\'") raised in captured code and not caught there)'),
-    # 1
-    **dict.fromkeys([
-        'test_dicts::dict_or_tuple_raises',
-    ], 'graphs: ember 1, torch.compile 0 (break: TypeError("unsupported operand type(s) for |: \'dict\' and \'tuple\'") raised in captured code and not caught there)'),
-    # 1
-    **dict.fromkeys([
         'test_ctx_manager::generator_manager_breaking_in_enter',
     ], 'graphs: ember 1, torch.compile 0 (break: a with-block whose body breaks the graph: its context is entered in Python at a graph break)'),
     # 1
