@@ -65,11 +65,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: assignment to attribute 'offload_me' of a TensorVar"),
     # 2
     **dict.fromkeys([
-        'test_list::iter_list',
-        'test_list::iter_tuple',
-    ], "fullgraph: attribute '__iter__' of a IteratorVar is not supported"),
-    # 2
-    **dict.fromkeys([
         'test_dicts::dict_view_mapping_attribute',
         'test_dicts::dict_view_mapping_is_live',
     ], "fullgraph: attribute 'mapping' of a DictViewVar is not supported"),
@@ -78,11 +73,6 @@ EXPECTED: dict[str, str] = {
         'test_functions::namedtuple_made_inside',
         'test_functions::namedtuple_with_defaults',
     ], 'fullgraph: call to sys.intern is not supported (not a torch op, not Python code to inline)'),
-    # 2
-    **dict.fromkeys([
-        'test_list::index_miss_message_deque_nonconst',
-        'test_list::index_miss_message_list_nonconst',
-    ], 'fullgraph: list.index over tensors'),
     # 2
     **dict.fromkeys([
         'test_dicts::dict_update_from_mapping_proxy',
@@ -172,10 +162,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_dicts::dict_of_bound_method',
     ], "fullgraph: attribute '__dict__' of a BoundMethodVar is not supported"),
-    # 1
-    **dict.fromkeys([
-        'test_sets::length_hint_of_set_and_dict_iterators',
-    ], "fullgraph: attribute '__length_hint__' of a IteratorVar is not supported"),
     # 1
     **dict.fromkeys([
         'test_python_autograd::forward_of_node_arguments',
@@ -298,10 +284,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: list.__new__ of PlainListChild, a class capture does not model'),
     # 1
     **dict.fromkeys([
-        'test_list::remove_uses_item_richcompare_list_method',
-    ], 'fullgraph: list.remove comparing tensors or captured objects by value'),
-    # 1
-    **dict.fromkeys([
         'test_dicts::mapping_proxy_of_global_dict_sees_writes',
     ], 'fullgraph: mappingproxy() makes a new mutable object at each call'),
     # 1
@@ -352,10 +334,6 @@ EXPECTED: dict[str, str] = {
     **dict.fromkeys([
         'test_list::tuple_new_with_keyword_raises',
     ], 'fullgraph: tuple.__new__ with other than a tuple class and one iterable'),
-    # 1
-    **dict.fromkeys([
-        'test_list::index_miss_message_tuple_nonconst',
-    ], 'fullgraph: tuple.index over tensors'),
     # 1
     **dict.fromkeys([
         '_test_misc_part2::iterate_ndarray_rows',

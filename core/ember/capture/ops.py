@@ -517,7 +517,12 @@ def get_iter(frame: "Frame", var: Var) -> Var:
         return var if made is None or made is var else get_iter(frame, made)
     if isinstance(var, IteratorVar) or is_lazy(var):
         return var
-    return IteratorVar(iterate(frame, var))
+    sized = type(var) in (ListVar, TupleVar, SetVar, DictVar, DictViewVar) or \
+        isinstance(var, ConstVar) and type(var.value) in _SIZED
+    return IteratorVar(iterate(frame, var), sized=sized)
+
+
+_SIZED = (list, tuple, set, frozenset, dict, str, bytes, range)
 
 
 __all__ = [
