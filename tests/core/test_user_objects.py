@@ -106,3 +106,29 @@ def test_object_that_refers_to_itself_falls_back_with_the_right_result():
     got = ember.compile(f, backend="eager")(x)
     assert got.me is got
     torch.testing.assert_close(got.t, x * 2)
+
+
+def test_object_built_inside_is_called_through_its_python_call():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x, bias=0):
+            return x * self.k + bias
+
+    class NoCall:
+        pass
+
+    def f(x):
+        try:
+            NoCall()(x)
+        except TypeError as e:
+            message = str(e)
+        return Scale(3)(x, bias=1), message
+
+    x = torch.randn(2)
+    backend, graphs = _counting()
+    got = ember.compile(f, backend=backend, fullgraph=True)(x)
+    want = f(x)
+    assert len(graphs) == 1 and got[1] == want[1] == "'NoCall' object is not callable"
+    torch.testing.assert_close(got[0], want[0])
