@@ -132,3 +132,23 @@ def test_object_built_inside_is_called_through_its_python_call():
     want = f(x)
     assert len(graphs) == 1 and got[1] == want[1] == "'NoCall' object is not callable"
     torch.testing.assert_close(got[0], want[0])
+
+
+def test_operator_of_an_object_passed_in_is_inlined_not_folded():
+    class Boxed:
+        def __init__(self, v):
+            self.v = v
+
+        def __add__(self, other):
+            return Boxed(self.v * 2 + other.v)
+
+    def f(a, b):
+        return a + b
+
+    a, b = Boxed(torch.ones(2)), Boxed(torch.ones(2))
+    opt = ember.compile(f, backend="eager", fullgraph=True)
+    torch.testing.assert_close(opt(a, b).v, f(a, b).v)
+    a.v.add_(10)  # the same objects, new data: a result folded at capture would be stale
+    torch.testing.assert_close(opt(a, b).v, f(a, b).v)
+    assert opt(a, b) is not opt(a, b)
+
