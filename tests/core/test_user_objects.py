@@ -152,3 +152,17 @@ def test_operator_of_an_object_passed_in_is_inlined_not_folded():
     torch.testing.assert_close(opt(a, b).v, f(a, b).v)
     assert opt(a, b) is not opt(a, b)
 
+
+
+def test_in_compares_with_the_items_own_eq():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+    def f(x):
+        return x * (1 if 3 in [AlwaysEqual()] else 2), 3 in (AlwaysEqual(),), 4 in [1, 2]
+
+    got = ember.compile(f, backend="eager", fullgraph=True)(torch.ones(1))
+    want = f(torch.ones(1))
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1:] == want[1:] == (True, False)

@@ -34,12 +34,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: assignment to attribute '__context__' of a ConstVar"),
     # 3
     **dict.fromkeys([
-        'test_dicts::dict_items_cmp_value_eq_raises_dict',
-        'test_dicts::dict_items_cmp_value_eq_raises_dict_subclass',
-        'test_dicts::dict_items_cmp_value_eq_raises_ordered_dict',
-    ], "fullgraph: comparison '==' between DictViewVar and DictViewVar is not supported"),
-    # 3
-    **dict.fromkeys([
         'test_ctx_manager::disable_saved_tensors_hooks_decorator',
         'test_ctx_manager::disable_saved_tensors_hooks_inside_disabled',
         'test_ctx_manager::nested_disable_saved_tensors_hooks',

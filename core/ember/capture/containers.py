@@ -21,12 +21,11 @@ from .container_dunders import (
 from .container_types import base_of
 from .dispatch import (
     call, each_item, handles_attr, handles_call, handles_iter, handles_len, handles_next, handles_truth, iterate,
-    truthy,
 )
 from .exceptions import evaluate, throw
 from .generators import stop_iteration
 from .objects import ShadowVar, mapping_items
-from .ops import compare, is_same, mutable_dict, mutable_list, mutable_set
+from .ops import matches, mutable_dict, mutable_list, mutable_set
 from .sorting import list_sort
 from .values import ConstVar, DictVar, DictViewVar, IteratorVar, ListVar, SetVar, TupleVar, Var
 
@@ -256,30 +255,24 @@ def _remove(frame: "Frame", items: list[Var], target: Var) -> None:
     """``list.remove``: the first item that is ``target`` or equals it, as Python compares them."""
     i = 0
     while i < len(items):  # an __eq__ of Python may change the list, as in CPython
-        if _matches(frame, items[i], target):
+        if matches(frame, items[i], target):
             del items[i]
             return
         i += 1
     throw(ValueError("list.remove(x): x not in list"))
 
 
-def _matches(frame: "Frame", item: Var, target: Var) -> bool:
-    """``item == target`` as a sequence's search asks it: identity first, then the item's ``__eq__``
-    (inlined where it is Python; a tensor's equality breaks the graph where its data decides)."""
-    return is_same(frame, item, target) or truthy(frame, compare(frame, "==", item, target))
-
-
 def _search(frame: "Frame", items: list[Var], name: str, args: list[Var], kind: str) -> Var:
     """``index``/``count`` over items not all constants: compared one by one, as Python does."""
     target = args[0]
     if name == "count":
-        return ConstVar(sum(_matches(frame, item, target) for item in list(items)))
+        return ConstVar(sum(matches(frame, item, target) for item in list(items)))
     bounds = [python_value(a) for a in args[1:3]]
     if not all(isinstance(b, int) for b in bounds):
         throw(TypeError("slice indices must be integers or have an __index__ method"))
     i, stop, _ = slice(*bounds).indices(len(items)) if bounds else (0, len(items), 1)
     while i < min(stop, len(items)):
-        if _matches(frame, items[i], target):
+        if matches(frame, items[i], target):
             return ConstVar(i)
         i += 1
     shown = repr(as_const(frame, target, f"the {kind}.index message"))
