@@ -250,14 +250,6 @@ EXPECTED: dict[str, str] = {
     ], "fullgraph: frozenset object has no attribute 'update'"),
     # 1
     **dict.fromkeys([
-        'test_functions::hasattr_on_dict_and_tensor',
-    ], 'fullgraph: hasattr on a DictVar'),
-    # 1
-    **dict.fromkeys([
-        'test_functions::typed_namedtuple_duck_check',
-    ], 'fullgraph: hasattr on a TupleVar'),
-    # 1
-    **dict.fromkeys([
         'test_dicts::dict_from_mapping_proxy_argument',
     ], 'fullgraph: iteration over a mappingproxy value is not supported'),
     # 1

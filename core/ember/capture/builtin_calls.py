@@ -382,6 +382,9 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
             if isinstance(raised.value.value, AttributeError):
                 return ConstVar(False)
             raise
+    if isinstance(obj, (ListVar, TupleVar, DictVar, SetVar)) and (
+            obj.source is None or obj.python_type().__dictoffset__ == 0):  # no attribute of its own
+        return ConstVar(hasattr(obj.python_type(), name))  # its class's
     frame.fail(f"hasattr on a {type(obj).__name__}")
     raise AssertionError
 
