@@ -96,7 +96,7 @@ def test_every_product_module_has_a_docstring():
 #: 33,300 for numpy traced as torch ops (numpy_arrays, numpy_runtime: about 500 lines); to 33,400 for
 #: issue 47's pointwise scatter, split column sums and shared pads, and relative imports in capture;
 #: to 33,450 for list.remove and list.__new__ (Dynamo's list behaviours).
-MAX_PRODUCT_LINES = 33_705
+MAX_PRODUCT_LINES = 33_725
 MAX_FILE_LINES = 760
 
 

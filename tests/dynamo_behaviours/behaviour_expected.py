@@ -226,30 +226,6 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: expected a mapping, got a _Store value'),
     # 1
     **dict.fromkeys([
-        'test_functions::frozenset_has_no_add',
-    ], "fullgraph: frozenset object has no attribute 'add'"),
-    # 1
-    **dict.fromkeys([
-        'test_functions::frozenset_has_no_clear',
-    ], "fullgraph: frozenset object has no attribute 'clear'"),
-    # 1
-    **dict.fromkeys([
-        'test_functions::frozenset_has_no_discard',
-    ], "fullgraph: frozenset object has no attribute 'discard'"),
-    # 1
-    **dict.fromkeys([
-        'test_functions::frozenset_has_no_pop',
-    ], "fullgraph: frozenset object has no attribute 'pop'"),
-    # 1
-    **dict.fromkeys([
-        'test_functions::frozenset_has_no_remove',
-    ], "fullgraph: frozenset object has no attribute 'remove'"),
-    # 1
-    **dict.fromkeys([
-        'test_functions::frozenset_has_no_update',
-    ], "fullgraph: frozenset object has no attribute 'update'"),
-    # 1
-    **dict.fromkeys([
         'test_dicts::dict_from_mapping_proxy_argument',
     ], 'fullgraph: iteration over a mappingproxy value is not supported'),
     # 1

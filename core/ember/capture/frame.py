@@ -137,6 +137,7 @@ class Frame:
             raise raised
         else:  # Python raises it for real when it runs the function: no graph, as torch.compile
             error = Unsupported(f"{raised.describe()} raised in captured code and not caught there")
+            error.uncaught = True
             if not raised.at_call:
                 error.skip_frame = f"{raised.describe()} leaves the compiled function: it runs in Python"
             self.locate(error)
