@@ -61,6 +61,11 @@ EXPECTED: dict[str, str] = {
     ], 'fullgraph: call to sys.intern is not supported (not a torch op, not Python code to inline)'),
     # 2
     **dict.fromkeys([
+        'test_functions::int_in_list_of_tensor',
+        'test_functions::int_in_tuple_of_tensor',
+    ], "fullgraph: data-dependent branch: the condition is a tensor's value (e.g. `if x.sum() < 0:`)"),
+    # 2
+    **dict.fromkeys([
         'test_dicts::dict_update_from_mapping_proxy',
         'test_dicts::mapping_proxy_of_local_dict',
     ], 'fullgraph: mappingproxy called with tensors or captured containers'),
@@ -343,7 +348,7 @@ EXPECTED: dict[str, str] = {
     # 1
     **dict.fromkeys([
         '_test_misc_part2::unpack_and_index_namedtuple_argument',
-    ], 'graphs: ember 2, torch.compile 1 (break: hasattr on a TupleVar)'),
+    ], 'graphs: ember 2, torch.compile 1 (break: len() of a ContainerMethod)'),
     # 1
     **dict.fromkeys([
         'test_unspec::python_random_scales_new_tensor',
