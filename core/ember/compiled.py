@@ -445,8 +445,8 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
 
 
 # frames that only pass a call along, left out of tracebacks
-pass_through(make_wrapper, CompiledFunction.miss, CompiledFunction._fallback_entry, _restore_grad_mode_on_error,
-             trampoline)
+pass_through(make_wrapper, CompiledFunction.miss, CompiledFunction._fallback_entry, CompiledFunction._eager_entry,
+             CompiledFunction._raising, _restore_grad_mode_on_error, trampoline)
 
 
 def reset_all() -> None:
