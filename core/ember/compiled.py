@@ -291,6 +291,8 @@ class CompiledFunction:
         if getattr(exc, "no_break_reason", None) and exc.no_break_reason != "fullgraph=True":
             message += f"\n(no graph break possible: {exc.no_break_reason})"
         if self.fullgraph:
+            if getattr(exc, "uncaught", False):  # the code raises for these inputs: Python raises it, as eager
+                return self._eager_entry(exc, self._raising(message, exc))
             raise Unsupported(f"ember could not capture {self.name} as one graph (fullgraph=True):\n{message}") from exc
         self.fallback_reasons.append(message)
         log_breaks.info("%s runs eagerly: %s", self.name, message)
@@ -298,14 +300,26 @@ class CompiledFunction:
                 user_stack=list(reversed(getattr(exc, "user_stack", []))))
         if config.warn_on_fallback:
             warnings.warn(f"ember: {self.name} runs eagerly: {message}", stacklevel=4)
+        return self._eager_entry(exc, self.call_eager)
+
+    def _eager_entry(self, exc: Unsupported, run_eagerly: Callable[[dict], Any]) -> Entry:
         guards = exc.guards
         try:
             guard, reasons = guards.compile()
         except Exception:  # not even this guard builds: the function runs eagerly from now on
             log_fallback.info("the guard of %s failed to build", self.name, exc_info=True)
             guard, reasons = (lambda L: ()), (lambda L: [])
-        call_eager = self.call_eager
-        return Entry(guard, lambda L, _inputs: call_eager(L), reasons, None, guards.describe())
+        return Entry(guard, lambda L, _inputs: run_eagerly(L), reasons, None, guards.describe())
+
+    def _raising(self, message: str, exc: Unsupported) -> Callable[[dict], Any]:
+        """fullgraph=True over code that raises uncaught for these inputs (no graph to make): each
+        call runs in Python and raises what eager raises; one that returns was not one graph."""
+        call_eager, name = self.call_eager, self.name
+
+        def run(L: dict) -> Any:
+            call_eager(L)
+            raise Unsupported(f"ember could not capture {name} as one graph (fullgraph=True):\n{message}") from exc
+        return run
 
 
 class BackendChoice:
@@ -435,8 +449,8 @@ def make_wrapper(cf: CompiledFunction, bound_self: Any = None, has_self: bool = 
 
 
 # frames that only pass a call along, left out of tracebacks
-pass_through(make_wrapper, CompiledFunction.miss, CompiledFunction._fallback_entry, _restore_grad_mode_on_error,
-             trampoline)
+pass_through(make_wrapper, CompiledFunction.miss, CompiledFunction._fallback_entry, CompiledFunction._eager_entry,
+             CompiledFunction._raising, _restore_grad_mode_on_error, trampoline)
 
 
 def reset_all() -> None:

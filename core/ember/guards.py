@@ -63,6 +63,14 @@ class Check:
         return self.template.format(*(f"({s.expr(consts)})" for s in self.sources))
 
 
+def _same_keys(mapping: dict, keys: tuple, by_identity: tuple) -> bool:
+    """Whether ``mapping``'s keys are ``keys`` in order: the same objects where ``by_identity``
+    says so, equal values of the same types elsewhere."""
+    now = tuple(dict.keys(mapping))
+    return len(now) == len(keys) and all(a is b if ident else type(a) is type(b) and a == b
+                                         for a, b, ident in zip(now, keys, by_identity))
+
+
 class GuardSet:
     """Collects checks during a capture, one set of checks per source."""
 
@@ -140,9 +148,17 @@ class GuardSet:
                   f"{source.describe()}: {type(value).__qualname__} of length {len(value)}",
                   walk=(LEN, type(value), len(value)))
 
-    def dict_keys(self, source: Source, value: dict) -> None:
+    def dict_keys(self, source: Source, value: dict, by_identity: list[bool] | None = None) -> None:
+        """The dict's type and keys in order; the keys marked in ``by_identity`` (tensors, objects
+        hashed by identity) are compared with ``is``, never ``==``."""
         t = self.consts.name(type(value), "t")
         keys = self.consts.name(tuple(value.keys()), "keys")
+        if by_identity and any(by_identity):
+            same = self.consts.name(_same_keys, "f")
+            marks = self.consts.name(tuple(by_identity), "m")
+            self._add("keys", (source,), f"type({{0}}) is {t} and {same}({{0}}, {keys}, {marks})",
+                      f"{source.describe()} keys are {len(value)} keys, {sum(by_identity)} of them these objects")
+            return
         self._add("keys", (source,), f"type({{0}}) is {t} and tuple({{0}}.keys()) == {keys}",
                   f"{source.describe()} keys == {tuple(value.keys())!r}",
                   walk=(KEYS, tuple(value.keys())) if type(value) is dict else None)

@@ -320,3 +320,18 @@ def test_one_list_passed_twice_aliases_as_in_python():
             out, expected = opt(torch.ones(2), a, b), fn(torch.ones(2), a2, b2)
             torch.testing.assert_close(out[0], expected[0])
             assert out[1] == expected[1] and (a, b) == (a2, b2)
+
+
+def test_fullgraph_code_that_raises_raises_its_own_exception():
+    def f(x):
+        s = frozenset((1, 2))
+        s.add(3)  # AttributeError, as in eager
+        return x + 1
+
+    def g(x):
+        return x + {}["missing"]
+
+    with pytest.raises(AttributeError, match="'frozenset' object has no attribute 'add'"):
+        ember.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
+    with pytest.raises(KeyError):
+        ember.compile(g, backend="eager", fullgraph=True)(torch.ones(2))

@@ -101,8 +101,10 @@ def test_every_product_module_has_a_docstring():
 #: packages (aot_capture.py, aot_package.py, the inductor's package.py); to 34,130 for iterators live
 #: at a graph break (generators run ahead that change only their own values, for loops over real
 #: iterators advanced by next() at a break, generators made in Python when they cannot run ahead); to
-#: 34,370 for input mutations written by the kernels that compute them (mutation.py, issue 47's optimizer step).
-MAX_PRODUCT_LINES = 34_370
+#: 34,370 for input mutations written by the kernels that compute them (mutation.py, issue 47's optimizer step);
+#: to 34,680 for the Dynamo behaviours' classes (sorting.py, dicts keyed by tensors, iterators' own methods,
+#: objects' __call__ and operators inlined, `in` through the items' __eq__).
+MAX_PRODUCT_LINES = 34_680
 MAX_FILE_LINES = 760
 
 

@@ -106,3 +106,63 @@ def test_object_that_refers_to_itself_falls_back_with_the_right_result():
     got = ember.compile(f, backend="eager")(x)
     assert got.me is got
     torch.testing.assert_close(got.t, x * 2)
+
+
+def test_object_built_inside_is_called_through_its_python_call():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x, bias=0):
+            return x * self.k + bias
+
+    class NoCall:
+        pass
+
+    def f(x):
+        try:
+            NoCall()(x)
+        except TypeError as e:
+            message = str(e)
+        return Scale(3)(x, bias=1), message
+
+    x = torch.randn(2)
+    backend, graphs = _counting()
+    got = ember.compile(f, backend=backend, fullgraph=True)(x)
+    want = f(x)
+    assert len(graphs) == 1 and got[1] == want[1] == "'NoCall' object is not callable"
+    torch.testing.assert_close(got[0], want[0])
+
+
+def test_operator_of_an_object_passed_in_is_inlined_not_folded():
+    class Boxed:
+        def __init__(self, v):
+            self.v = v
+
+        def __add__(self, other):
+            return Boxed(self.v * 2 + other.v)
+
+    def f(a, b):
+        return a + b
+
+    a, b = Boxed(torch.ones(2)), Boxed(torch.ones(2))
+    opt = ember.compile(f, backend="eager", fullgraph=True)
+    torch.testing.assert_close(opt(a, b).v, f(a, b).v)
+    a.v.add_(10)  # the same objects, new data: a result folded at capture would be stale
+    torch.testing.assert_close(opt(a, b).v, f(a, b).v)
+    assert opt(a, b) is not opt(a, b)
+
+
+
+def test_in_compares_with_the_items_own_eq():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+    def f(x):
+        return x * (1 if 3 in [AlwaysEqual()] else 2), 3 in (AlwaysEqual(),), 4 in [1, 2]
+
+    got = ember.compile(f, backend="eager", fullgraph=True)(torch.ones(1))
+    want = f(torch.ones(1))
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1:] == want[1:] == (True, False)

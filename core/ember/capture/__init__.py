@@ -70,7 +70,7 @@ from .resume import ARG_KINDS, CELL, OPAQUE
 from .sources import Constants, DictEntrySource, LocalSource, Source
 from .state import CaptureState
 from .symbolic import has_symbolic
-from .values import CellVar, ConstVar, Var
+from .values import CellVar, ConstVar, TensorVar, Var
 
 
 @dataclasses.dataclass
@@ -225,12 +225,15 @@ def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resume
             reason: Any) -> Capture:
     graph = state.graph
     graph.output(builder.outputs)
+    # a graph goes to the backend when the code did tensor work (even work nothing reads: torch.compile
+    # counts its calls before removing dead code) or returns tensors, as torch.compile decides
+    tensor_work = any(isinstance(v, TensorVar) for v in builder.outputs) or _tensor_work(graph.graph)
     remove_dead_nodes(graph.graph)
     if any(n.meta.get("mutates") for n in graph.graph.nodes):
         # in-place work on inputs is only right for the aliasing seen at capture time
         state.guards.distinct([s for s, _, v in graph.inputs
                                if isinstance(v, torch.Tensor) and not isinstance(s, DictEntrySource)])
-    has_work = any(n.op in ("call_function", "call_method") for n in graph.graph.nodes)
+    has_work = tensor_work or any(n.op in ("call_function", "call_method") for n in graph.graph.nodes)
     gm = None
     used: list[tuple[Source, torch.fx.Node, torch.Tensor]] = []
     if has_work:
@@ -257,9 +260,16 @@ def _finish(state: CaptureState, builder: OutputBuilder, tail: list[str], resume
         state=state,
         resumes=resumes,
         break_exc=reason or None,
-        tensor_work=any(n.op in ("call_function", "call_method") and not has_symbolic(n.meta.get("val"))
-                        and n.target is not torch._C._set_grad_enabled for n in graph.graph.nodes),
+        tensor_work=tensor_work,
     )
+
+
+def _tensor_work(graph: torch.fx.Graph) -> bool:
+    """Whether ``graph`` calls anything but arithmetic on symbolic sizes, grad-mode switches and
+    calls that give back their argument (``+x``, a 1-d ``flatten``) unchanged."""
+    return any(n.op in ("call_function", "call_method") and not has_symbolic(n.meta.get("val"))
+               and n.target is not torch._C._set_grad_enabled
+               and (n.meta.get("mutates") or not n.meta.get("gives_argument")) for n in graph.nodes)
 
 
 __all__ = ["Capture", "capture"]

@@ -23,6 +23,7 @@ from .container_types import is_data_descriptor, python_attr, read_through_descr
 from .containers import ContainerMethod
 from . import numpy_arrays
 from .dispatch import handles_attr, handles_store, load_attr
+from .exceptions import throw
 from .instances import ArrayVar, by_type, pin
 from .sources import AttrSource, DictEntrySource, MethodCallSource, constant_source
 from .torch_ops import module_is_trusted
@@ -108,6 +109,8 @@ def _object_attr(frame: "Frame", obj: ConstVar, name: str) -> Var:
     except AttributeError:
         static = None
         if not hasattr(value, name):
+            if type(value).__module__ == "builtins" and not hasattr(value, "__dict__"):  # never gets one
+                throw(AttributeError(f"{type(value).__name__!r} object has no attribute {name!r}"))
             frame.fail(f"{type(value).__name__} object has no attribute {name!r}")
     instance_dict = getattr(value, "__dict__", None)
     is_class = isinstance(value, type)
@@ -259,7 +262,6 @@ def _inline_descriptor_store(frame: "Frame", obj: ConstVar, descriptor: Any, val
 
 
 def _store_into_held(frame: "Frame", held: Var, name: str, value: Any) -> None:
-    from .exceptions import throw
     from .ops import mutable_dict
     from .side_effects import DELETED
 

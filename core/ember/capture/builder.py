@@ -21,7 +21,7 @@ import torch
 from .container_types import base_of, is_subclass_instance_type
 from .instances import ArrayVar, InstanceVar, by_type
 from .sources import AttrSource, ConstantSource, ItemSource, LocalSource, MethodCallSource, Source
-from .values import ConstVar, DictVar, EnvironVar, ListVar, TupleVar, UserDictVar, UserSetVar, Var, is_numpy_scalar
+from .values import ConstVar, DictVar, EnvironVar, Identity, ListVar, TupleVar, UserDictVar, UserSetVar, Var, is_numpy_scalar
 
 if TYPE_CHECKING:
     from .state import CaptureState
@@ -95,11 +95,13 @@ def wrap(state: "CaptureState", value: Any, source: Source | None, object_attr: 
             return _one_var(state, value, ListVar(items, source))
         return TupleVar(items, source, type(value))
     if type(value) in _PLAIN_DICTS:
-        if not all(_is_key(k) for k in value):
+        by_identity = [not _is_key(k) for k in value]
+        if any(by_identity) and (source is None or not all(map(_is_identity_key, value))):
             return _opaque(state, value, source)
         if source is not None:
-            guards.dict_keys(source, value)
-        items = {k: wrap(state, v, ItemSource(source, k) if source else None) for k, v in value.items()}
+            guards.dict_keys(source, value, by_identity)
+        items = {_key_of(state, k, source, i): wrap(state, v, _value_source(source, k, i))
+                 for i, (k, v) in enumerate(value.items())}
         var = DictVar(items, source, type(value))
         if isinstance(value, collections.defaultdict):
             var.default_factory = wrap(state, value.default_factory, AttrSource(source, "default_factory") if source else None)
@@ -147,6 +149,41 @@ def _one_var(state: "CaptureState", value: Any, var: Var) -> Var:
     if var.source is not None:
         state.containers[id(value)] = (value, var)
     return var
+
+
+def _is_identity_key(key: Any) -> bool:
+    """Dict keys hashed and compared by identity: tensors, and objects of classes that write neither
+    ``__hash__`` nor ``__eq__`` (a module, a plain object), or value keys (:func:`_is_key`)."""
+    cls = type(key)
+    return isinstance(key, torch.Tensor) or _is_key(key) or \
+        (cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__ and not isinstance(key, type))
+
+
+def key_at(mapping: dict, index: int) -> Any:
+    """The ``index``-th key of a dict, read through ``dict.keys`` (a guard source's reader)."""
+    return list(dict.keys(mapping))[index]
+
+
+def value_at(mapping: dict, index: int) -> Any:
+    """The ``index``-th value of a dict, read through ``dict.values``."""
+    return list(dict.values(mapping))[index]
+
+
+def _value_source(source: Source | None, key: Any, index: int) -> Source | None:
+    """Where a dict's value is read from: ``d[key]``, or by its place for a key that is no constant
+    (a source compares and prints its key)."""
+    if source is None:
+        return None
+    return ItemSource(source, key) if _is_key(key) else MethodCallSource(source, value_at, (index,), "values()")
+
+
+def _key_of(state: "CaptureState", key: Any, source: Source | None, index: int) -> Any:
+    """A dict key read from outside: its value, or the object itself (hashed by identity), or for a
+    tensor the identity of its graph input, read from its place among the keys (pinned by the keys
+    guard)."""
+    if not isinstance(key, torch.Tensor):
+        return key
+    return Identity(wrap(state, key, MethodCallSource(source, key_at, (index,), "keys()")))
 
 
 def _is_key(key: Any) -> bool:

@@ -13,9 +13,10 @@ import collections
 import functools
 import inspect
 import itertools
-from typing import Any
+from typing import Any, NoReturn
 
-from .exceptions import throw
+from .exceptions import Raised
+from .values import ConstVar
 
 ANY_KEYWORD = None
 #: fn -> (fewest positional arguments, most (None: any), keywords it takes (ANY_KEYWORD: any))
@@ -45,6 +46,10 @@ def _signature(fn: Any) -> inspect.Signature | None:
     return sig
 
 
+def _misfit(message: str) -> NoReturn:
+    raise Raised(ConstVar(TypeError(message)), at_call=True)
+
+
 def check_arguments(fn: Any, args: list, kwargs: dict) -> None:
     """Raise in the captured code what Python raises when ``fn(*args, **kwargs)`` does not fit
     ``fn``'s parameters; return when it fits (or ``fn``'s parameters are unknown)."""
@@ -60,21 +65,21 @@ def check_arguments(fn: Any, args: list, kwargs: dict) -> None:
         try:
             sig.bind(*args, **kwargs)
         except TypeError as exc:
-            throw(TypeError(f"{name}() {exc}"))
+            _misfit(f"{name}() {exc}")
         return
     fewest, most, keywords = spec
     if kwargs and keywords is not ANY_KEYWORD:
         unknown = [k for k in kwargs if k not in keywords]
         if unknown:
-            throw(TypeError(f"{name}() takes no keyword arguments" if not keywords
-                            else f"{name}() got an unexpected keyword argument {unknown[0]!r}"))
+            _misfit(f"{name}() takes no keyword arguments" if not keywords
+                    else f"{name}() got an unexpected keyword argument {unknown[0]!r}")
     count = len(args)
     if fn is type and count == 2:
-        throw(TypeError("type() takes 1 or 3 arguments"))
+        _misfit("type() takes 1 or 3 arguments")
     if count < fewest:
-        throw(TypeError(f"{name} expected at least {fewest} argument{'s' if fewest > 1 else ''}, got {count}"))
+        _misfit(f"{name} expected at least {fewest} argument{'s' if fewest > 1 else ''}, got {count}")
     if most is not None and count > most:
-        throw(TypeError(f"{name} expected at most {most} argument{'s' if most > 1 else ''}, got {count}"))
+        _misfit(f"{name} expected at most {most} argument{'s' if most > 1 else ''}, got {count}")
 
 
 __all__ = ["check_arguments"]

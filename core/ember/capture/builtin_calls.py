@@ -230,27 +230,6 @@ def _fold_or_reduce(frame: "Frame", args: list, pick: Callable) -> Var:
     raise AssertionError
 
 
-@handles(sorted)
-def _sorted(frame: "Frame", args: list, kwargs: dict) -> Var:
-    """``sorted(iterable, key=None, reverse=False)``: the items (any Vars) ordered by their Python
-    values, or by what ``key`` gives for each (inlined); a new list of the same items."""
-    if len(args) != 1 or set(kwargs) - {"key", "reverse"}:
-        throw(TypeError("sorted expects 1 positional argument and key, reverse keywords"))
-    items = iterate(frame, args[0])
-    key = kwargs.get("key", ConstVar(None))
-    reverse = truthy(frame, kwargs.get("reverse", ConstVar(False)))
-    if not (isinstance(key, ConstVar) and key.value is None):
-        with run_ahead(frame, "sorted()'s key"):
-            keys = [call(frame, key, [item], {}) for item in items]
-    else:
-        keys = items
-    values = [_const_or_none(k) for k in keys]
-    if any(v is NotConstant for v in values):
-        frame.fail("sorted() compares tensors or captured objects")
-    order = evaluate(sorted, range(len(items)), key=values.__getitem__, reverse=reverse)
-    return ListVar([items[i] for i in order])
-
-
 @handles(max)
 def _max(frame: "Frame", args: list, kwargs: dict) -> Var:
     if kwargs:
@@ -403,6 +382,9 @@ def _hasattr(frame: "Frame", args: list, kwargs: dict) -> Var:
             if isinstance(raised.value.value, AttributeError):
                 return ConstVar(False)
             raise
+    if isinstance(obj, (ListVar, TupleVar, DictVar, SetVar)) and (
+            obj.source is None or obj.python_type().__dictoffset__ == 0):  # no attribute of its own
+        return ConstVar(hasattr(obj.python_type(), name))  # its class's
     frame.fail(f"hasattr on a {type(obj).__name__}")
     raise AssertionError
 

@@ -341,7 +341,7 @@ _SEQUENCE_DUNDERS: dict[str, Dunder] = {
     "__add__": _sequence_binary("+"), "__mul__": _sequence_binary("*"), "__rmul__": _sequence_binary("*"),
     "__iadd__": _sequence_binary("+="), "__imul__": _sequence_binary("*="),
     **{name: _sequence_item(name) for name in ("__getitem__", "__contains__", "__setitem__", "__delitem__")},
-    "__iter__": lambda frame, var, args: IteratorVar(iterate(frame, var)),
+    "__iter__": lambda frame, var, args: IteratorVar(iterate(frame, var), sized=True),
     "__reversed__": lambda frame, var, args: IteratorVar(list(reversed(iterate(frame, var)))),
     "__len__": lambda frame, var, args: ConstVar(len(iterate(frame, var))),
 }
@@ -360,7 +360,7 @@ _COMMON: dict[str, Dunder] = {
     **{name: _compare(symbol) for symbol, name in (("==", "__eq__"), ("!=", "__ne__"), ("<", "__lt__"),
                                                    ("<=", "__le__"), (">", "__gt__"), (">=", "__ge__"))},
     "__contains__": _contains, "__init__": None,  # type: ignore[dict-item]  # builtin_init, with keywords
-    "__iter__": lambda frame, var, args: IteratorVar([set_keys.element(k) for k in _keys(frame, var)]),
+    "__iter__": lambda frame, var, args: IteratorVar([set_keys.element(k) for k in _keys(frame, var)], sized=True),
     "__len__": lambda frame, var, args: ConstVar(len(_keys(frame, var))),
 }
 #: the special methods modelled, per kind of container

@@ -9,13 +9,12 @@ namedtuple's fields are its items. ``keys()``, ``values()`` and ``items()`` are 
 from __future__ import annotations
 
 import collections
-import operator
 import types
 from typing import TYPE_CHECKING, Any
 
 from . import set_keys
 from .collections_calls import COUNTER_READS, DequeVar, counter_method, deque_method, ordered_dict_method
-from .constants import NotConstant, lift, python_value
+from .constants import NotConstant, as_const, lift, python_value
 from .container_dunders import (
     DUNDERS, call_dunder_method, calls_back, container_type, dict_copy, is_set_like, update_from,
 )
@@ -24,8 +23,10 @@ from .dispatch import (
     call, each_item, handles_attr, handles_call, handles_iter, handles_len, handles_next, handles_truth, iterate,
 )
 from .exceptions import evaluate, throw
+from .generators import stop_iteration
 from .objects import ShadowVar, mapping_items
-from .ops import mutable_dict, mutable_list, mutable_set
+from .ops import matches, mutable_dict, mutable_list, mutable_set
+from .sorting import list_sort
 from .values import ConstVar, DictVar, DictViewVar, IteratorVar, ListVar, SetVar, TupleVar, Var
 
 if TYPE_CHECKING:
@@ -104,6 +105,31 @@ def _iterator_truth(frame: "Frame", var: IteratorVar) -> bool:
     return True
 
 
+_ITERATOR_METHODS = ("__iter__", "__next__", "__length_hint__")
+
+
+@handles_attr(IteratorVar)
+def _iterator_attr(frame: "Frame", var: IteratorVar, name: str) -> Var:
+    if name not in _ITERATOR_METHODS or name == "__length_hint__" and not var.sized:
+        frame.fail(f"attribute {name!r} of an iterator over a captured container")
+    return ContainerMethod(var, name)
+
+
+def _iterator_method(frame: "Frame", var: IteratorVar, name: str, args: list[Var]) -> Var:
+    """``it.__iter__()`` (itself), ``it.__next__()``, ``it.__length_hint__()`` (the items left, of an
+    iterator over a builtin container)."""
+    if args:
+        throw(TypeError(f"{name}() takes no arguments ({len(args)} given)"))
+    if name == "__iter__":
+        return var
+    if name == "__length_hint__":
+        return ConstVar(max(len(var.items) - var.index, 0))
+    item = _iterator_next(frame, var, None)
+    if item is None:
+        stop_iteration(frame, var)
+    return item
+
+
 def view_pairs(frame: "Frame", view: DictViewVar) -> list[tuple[Any, Var]]:
     """The (key, value) pairs of the view's mapping, as they are now."""
     mapping = view.mapping
@@ -151,10 +177,14 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
     if name.startswith("__") and name in DUNDERS and (isinstance(obj, (DictVar, SetVar, ListVar, TupleVar))
                                                       or is_set_like(obj)):
         return call_dunder_method(frame, obj, name, args, kwargs)
+    if isinstance(obj, IteratorVar):
+        return _iterator_method(frame, obj, name, args)
     if isinstance(obj, DequeVar):
         result = deque_method(frame, obj, name, args)
         if result is not None:
             return result
+    if isinstance(obj, ListVar) and name == "sort" and not isinstance(obj, DequeVar):
+        return list_sort(frame, mutable_list(frame, obj).items, args, kwargs)
     if isinstance(obj, ListVar):
         if kwargs:
             frame.fail(f"list.{name} with keyword arguments")
@@ -171,7 +201,7 @@ def container_method(frame: "Frame", fn: ContainerMethod, args: list[Var], kwarg
             values = tuple(python_value(v) for v in obj.items)
             return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
         except NotConstant:
-            frame.fail(f"tuple.{name} over tensors")
+            return _search(frame, obj.items, name, args, "tuple")
     frame.fail(f"method {name!r} of a {type(obj).__name__} is not supported")
     raise AssertionError
 
@@ -199,7 +229,7 @@ def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Va
                 values = collections.deque(values)
             return lift(evaluate(getattr(values, name), *[python_value(a) for a in args]))
         except NotConstant:
-            frame.fail(f"list.{name} over tensors")
+            return _search(frame, obj.items, name, args, "deque" if isinstance(obj, DequeVar) else "list")
     items = mutable_list(frame, obj).items
     if name == "append":
         items.append(args[0])
@@ -222,20 +252,32 @@ def _list_method(frame: "Frame", obj: ListVar, name: str, args: list[Var]) -> Va
 
 
 def _remove(frame: "Frame", items: list[Var], target: Var) -> None:
-    """``list.remove``: the first item that is ``target`` or equals it, as Python compares them
-    (identity first); items of unknown value (tensors, objects) are compared by identity only."""
-    for i, item in enumerate(items):
-        if item is target:
+    """``list.remove``: the first item that is ``target`` or equals it, as Python compares them."""
+    i = 0
+    while i < len(items):  # an __eq__ of Python may change the list, as in CPython
+        if matches(frame, items[i], target):
             del items[i]
             return
-        try:
-            left, right = python_value(item), python_value(target)
-        except NotConstant:
-            frame.fail("list.remove comparing tensors or captured objects by value")
-        if left is right or evaluate(operator.eq, left, right):
-            del items[i]
-            return
+        i += 1
     throw(ValueError("list.remove(x): x not in list"))
+
+
+def _search(frame: "Frame", items: list[Var], name: str, args: list[Var], kind: str) -> Var:
+    """``index``/``count`` over items not all constants: compared one by one, as Python does."""
+    target = args[0]
+    if name == "count":
+        return ConstVar(sum(matches(frame, item, target) for item in list(items)))
+    bounds = [python_value(a) for a in args[1:3]]
+    if not all(isinstance(b, int) for b in bounds):
+        throw(TypeError("slice indices must be integers or have an __index__ method"))
+    i, stop, _ = slice(*bounds).indices(len(items)) if bounds else (0, len(items), 1)
+    while i < min(stop, len(items)):
+        if matches(frame, items[i], target):
+            return ConstVar(i)
+        i += 1
+    shown = repr(as_const(frame, target, f"the {kind}.index message"))
+    throw(ValueError(f"{kind}.index(x): x not in tuple" if kind == "tuple" else f"{shown} is not in {kind}"))
+    raise AssertionError
 
 
 def _namedtuple_method(frame: "Frame", obj: TupleVar, name: str, args: list[Var], kwargs: dict[str, Var]) -> Var:

@@ -31,11 +31,14 @@ if TYPE_CHECKING:
 
 
 class Raised(Exception):
-    """An exception raised by the captured code, on its way to a handler."""
+    """An exception raised by the captured code, on its way to a handler. ``at_call``: Python's
+    refusal of a call's arguments; left uncaught, the graph breaks at the call (which raises it in
+    Python) rather than the whole function running in Python, as torch.compile does."""
 
-    def __init__(self, value: ConstVar) -> None:
+    def __init__(self, value: ConstVar, at_call: bool = False) -> None:
         super().__init__(value.value)
         self.value = value
+        self.at_call = at_call
 
     def describe(self) -> str:
         return repr(self.value.value)

@@ -135,9 +135,10 @@ class Frame:
             self.jump(entry.target)
         elif not self.is_root:
             raise raised
-        else:  # Python raises it for real when it runs the function
+        else:  # Python raises it for real when it runs the function: no graph, as torch.compile
             error = Unsupported(f"{raised.describe()} raised in captured code and not caught there")
-            if isinstance(raised.value.value, StopIteration):  # an iterator run out: no graph, as torch.compile
+            error.uncaught = True
+            if not raised.at_call:
                 error.skip_frame = f"{raised.describe()} leaves the compiled function: it runs in Python"
             self.locate(error)
             raise error from None

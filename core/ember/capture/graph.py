@@ -242,6 +242,7 @@ class GraphBuilder:
             node.meta["val"] = result
             known = (same or {}).get(id(result))
             if known is not None and known.fake is result:
+                node.meta["gives_argument"] = True  # no new value: no work when nothing else reads it
                 return known
             return self._track(TensorVar(node, result))
         if isinstance(result, (tuple, list)):

@@ -19,7 +19,7 @@ from ..errors import Unsupported
 from . import environ, numpy_arrays, objects, optimizers, set_keys, unbacked
 from .constants import NotConstant, as_const, kind_name, lift, python_value
 from .container_types import python_method
-from .dispatch import call, each_item, is_lazy, iterate, load_attr, operator_hook, truthy
+from .dispatch import call, each_item, is_lazy, iterate, length, load_attr, operator_hook, truthy
 from .exceptions import Raised, evaluate, throw
 from .instances import pin
 from .inline import call_dunder
@@ -180,8 +180,30 @@ def compare(frame: "Frame", symbol: str, a: Var, b: Var) -> Var:
         if any(isinstance(v, ConstVar) and isinstance(v.value, _SCALARS) for v in (a, b)) \
                 and any(isinstance(v, _CONTAINERS) for v in (a, b)):
             return ConstVar(symbol == "!=")  # a builtin container never equals a number or a string
+    if _set_view(a) and _set_view(b) and DictViewVar in (type(a), type(b)):
+        return ConstVar(_view_compare(frame, symbol, a, b))
     frame.fail(f"comparison {symbol!r} between {kind_name(a)} and {kind_name(b)} is not supported")
     raise AssertionError
+
+
+def _set_view(var: Var) -> bool:
+    return isinstance(var, DictViewVar) and var.kind in ("keys", "items") or type(var) is SetVar
+
+
+def _view_compare(frame: "Frame", symbol: str, a: Var, b: Var) -> bool:
+    """A dict's keys or items view compared with another or with a set, as CPython compares them:
+    the sizes, then whether every element of one is in the other (a value found by its key
+    compared with ``==``, which may run Python code or raise)."""
+    n, m = (python_value(length(frame, v)) for v in (a, b))
+    if symbol in ("==", "!="):
+        return (n == m and _all_in(frame, a, b)) == (symbol == "==")
+    if symbol in ("<", "<="):
+        return (n < m if symbol == "<" else n <= m) and _all_in(frame, a, b)
+    return (n > m if symbol == ">" else n >= m) and _all_in(frame, b, a)
+
+
+def _all_in(frame: "Frame", inner: Var, outer: Var) -> bool:
+    return all(contains(frame, outer, item) for item in iterate(frame, inner))
 
 
 _NO_VALUE = object()
@@ -250,6 +272,13 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         return set_keys.dict_key(frame, item) in container.items
     if isinstance(container, DictViewVar) and container.kind == "keys" and isinstance(container.mapping, DictVar):
         return set_keys.dict_key(frame, item) in container.mapping.items
+    if isinstance(container, DictViewVar) and container.kind == "items" and isinstance(container.mapping, DictVar):
+        pair = _sequence_items(item) if isinstance(item, TupleVar) or isinstance(item, ConstVar) \
+            and type(item.value) is tuple else None
+        if pair is None or len(pair) != 2:  # only a 2-tuple can be an item
+            return False
+        found = container.mapping.items.get(set_keys.dict_key(frame, pair[0]), _NO_VALUE)
+        return found is not _NO_VALUE and matches(frame, found, pair[1])
     if isinstance(container, DictViewVar) and container.kind == "keys":  # the dict's keys now
         return set_keys.dict_key(frame, item) in {python_value(k) for k in iterate(frame, container)}
     if isinstance(container, ShadowVar):
@@ -273,17 +302,14 @@ def contains(frame: "Frame", container: Var, item: Var) -> bool:
         except NotConstant:
             pass
     # an iterator is read only up to the item found, as Python reads it
-    return any(_equal(frame, item, v) for v in each_item(frame, container))
+    return any(matches(frame, v, item) for v in each_item(frame, container))
 
 
-def _equal(frame: "Frame", item: Var, v: Var) -> bool:
-    """``v is item or v == item``, for ``in`` over the items of an iterable."""
-    if is_same(frame, item, v):
-        return True
-    try:
-        return python_value(item) == python_value(v)
-    except NotConstant:
-        return False
+def matches(frame: "Frame", element: Var, target: Var) -> bool:
+    """``element == target`` as a search of a sequence asks it (``in``, ``index``, ``remove``):
+    identity first, then the element's ``__eq__`` (inlined where it is Python; a tensor's equality
+    breaks the graph where its data decides)."""
+    return is_same(frame, element, target) or truthy(frame, compare(frame, "==", element, target))
 
 
 def _changed(frame: "Frame", var: ConstVar) -> bool:
@@ -517,7 +543,12 @@ def get_iter(frame: "Frame", var: Var) -> Var:
         return var if made is None or made is var else get_iter(frame, made)
     if isinstance(var, IteratorVar) or is_lazy(var):
         return var
-    return IteratorVar(iterate(frame, var))
+    sized = type(var) in (ListVar, TupleVar, SetVar, DictVar, DictViewVar) or \
+        isinstance(var, ConstVar) and type(var.value) in _SIZED
+    return IteratorVar(iterate(frame, var), sized=sized)
+
+
+_SIZED = (list, tuple, set, frozenset, dict, str, bytes, range)
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from .dispatch import handles_operator
 from .exceptions import evaluate, throw
 from .functions import class_function
 from .inline import call_dunder, inline_call
+from .instances import InstanceVar
 from .ops import is_same, truthy
 from .user_objects import UserObjectVar
 from .values import ConstVar, DictVar, DictViewVar, TensorVar, Var
@@ -168,9 +169,10 @@ def _dict_operator(frame: "Frame", name: str, operands: list[Var]) -> Var | None
     return apply(frame, name, operands[0], operands[1]) if name in ("|", "|=") else None
 
 
-@handles_operator(UserObjectVar)
+@handles_operator(UserObjectVar, InstanceVar)
 def _object_operator(frame: "Frame", name: str, operands: list[Var]) -> Var | None:
-    """An object built in captured code: its Python operators; anything else as before."""
+    """An object built in captured code or read from outside: its Python operators, inlined (never
+    run for real at capture, which would fold what its attributes hold now); anything else as before."""
     obj = operands[0]
     if methods(name) is not None:
         a, b = operands

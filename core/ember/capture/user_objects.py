@@ -23,9 +23,11 @@ import torch
 
 from .constants import as_const, lift
 from .dispatch import (
-    call, each_item, handles_attr, handles_iter, handles_len, handles_next, handles_store, handles_truth, iterate,
+    call, each_item, handles_attr, handles_call, handles_iter, handles_len, handles_next, handles_store, handles_truth,
+    iterate,
 )
 from .exceptions import Raised, stop_value, throw
+from .functions import class_function
 from .inline import call_dunder, class_member, inline_call
 from .side_effects import DELETED
 from .values import ConstVar, InstanceDictVar, Var
@@ -149,6 +151,17 @@ def store_attr(frame: "Frame", obj: UserObjectVar, name: str, value: Any, defaul
         del obj.items[name]
     else:
         obj.items[name] = value
+
+
+@handles_call(UserObjectVar)
+def _call(frame: "Frame", var: UserObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """``obj(...)``: its class's ``__call__``, inlined where it is Python code."""
+    method = next((c.__dict__["__call__"] for c in var.cls.__mro__ if "__call__" in c.__dict__), None)
+    if method is None:
+        throw(TypeError(f"{var.cls.__name__!r} object is not callable"))
+    if not isinstance(method, types.FunctionType):
+        frame.fail(f"calling a {var.cls.__name__} (its __call__ is not Python code)")
+    return inline_call(frame, class_function(frame.state, var.cls, "__call__", method), [var, *args], kwargs)
 
 
 @handles_truth(UserObjectVar)

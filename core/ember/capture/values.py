@@ -251,6 +251,7 @@ class IteratorVar(Var):
     items: list[Var]
     index: int = 0
     result: Var = dataclasses.field(default_factory=lambda: ConstVar(None))  # what `yield from` evaluates to
+    sized: bool = False  # over a builtin container: it has __length_hint__ (the items left)
 
     def python_type(self) -> type:
         return type(iter(()))
